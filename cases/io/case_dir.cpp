@@ -1,0 +1,232 @@
+// Loading and saving attnspec-case/1 directories. Loading checks, in order:
+// case.json's fields, each array's dtype and shape, then the values
+// (representable in the case's dtype; mask values legal), so the first
+// message a user sees is about the first thing to fix.
+#include "cases/io/case_dir.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cases/io/input_error.hpp"
+#include "cases/io/npy.hpp"
+
+namespace attnspec {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kFormatTag = "attnspec-case/1";
+
+const std::set<std::string>& known_fields() {
+  static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
+                                               "kv_len", "q_len",   "d_k",     "d_v",     "scale",
+                                               "softcap", "causal", "mask",    "provenance"};
+  return fields;
+}
+
+class JsonFields {
+ public:
+  JsonFields(const json& object, std::string file) : object_(object), file_(std::move(file)) {}
+
+  const json& required(const std::string& field) const {
+    if (!object_.contains(field)) fail(field, "missing (required)");
+    return object_.at(field);
+  }
+  int positive_integer(const std::string& field) const {
+    const json& value = required(field);
+    if (!value.is_number_integer() || value.get<long long>() < 1 || value.get<long long>() > (1 << 30))
+      fail(field, "expected an integer >= 1, got " + value.dump());
+    return value.get<int>();
+  }
+  std::optional<double> optional_positive(const std::string& field) const {
+    const json& value = required(field);
+    if (value.is_null()) return std::nullopt;
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0)
+      fail(field, "expected null or a finite number > 0, got " + value.dump());
+    return value.get<double>();
+  }
+  std::string choice(const std::string& field, const std::vector<std::string>& allowed, bool nullable) const {
+    const json& value = required(field);
+    if (nullable && value.is_null()) return "";
+    if (value.is_string())
+      for (const std::string& option : allowed)
+        if (value.get<std::string>() == option) return option;
+    std::string expected = nullable ? "null" : "";
+    for (const std::string& option : allowed) expected += (expected.empty() ? "\"" : ", \"") + option + "\"";
+    fail(field, "expected one of " + expected + ", got " + value.dump());
+  }
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
+    throw InputError(file_, field, message);
+  }
+
+ private:
+  const json& object_;
+  std::string file_;
+};
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+NpyArray load_array(const fs::path& path, NpyDtype dtype, const std::vector<std::size_t>& shape) {
+  NpyArray array = read_npy(path);
+  if (array.dtype != dtype)
+    throw InputError(path.string(), "dtype",
+                     "expected " + std::string(npy_descr(dtype)) + ", got " + std::string(npy_descr(array.dtype)));
+  if (array.shape != shape)
+    throw InputError(path.string(), "shape", "expected " + shape_text(shape) + ", got " + shape_text(array.shape));
+  return array;
+}
+
+void check_representable(const fs::path& path, const std::vector<double>& values, FormatId dtype) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!is_representable(values[i], dtype)) {
+      std::ostringstream message;
+      message << "value " << values[i] << " at flat index " << i << " is not representable in "
+              << format_info(dtype).name;
+      throw InputError(path.string(), "values", message.str());
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::size_t> out_shape(const Problem& p) {
+  const Dims& d = p.dims;
+  return {static_cast<std::size_t>(d.batch), static_cast<std::size_t>(d.q_heads), static_cast<std::size_t>(d.q_len),
+          static_cast<std::size_t>(d.d_v)};
+}
+
+std::vector<std::size_t> lse_shape(const Problem& p) {
+  const Dims& d = p.dims;
+  return {static_cast<std::size_t>(d.batch), static_cast<std::size_t>(d.q_heads), static_cast<std::size_t>(d.q_len)};
+}
+
+Case load_case(const fs::path& directory) {
+  if (!fs::is_directory(directory)) throw InputError(directory.string(), "", "not a case directory");
+  const fs::path json_path = directory / "case.json";
+  const std::string json_file = json_path.string();
+  std::ifstream in(json_path);
+  if (!in) throw InputError(json_file, "", "cannot open file (missing or unreadable)");
+  json object;
+  try {
+    object = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(json_file, "", std::string("invalid JSON: ") + e.what());
+  }
+  if (!object.is_object()) throw InputError(json_file, "", "expected a JSON object");
+  for (const auto& [key, value] : object.items())
+    if (!known_fields().count(key)) throw InputError(json_file, key, "unknown field");
+
+  const JsonFields fields(object, json_file);
+  fields.choice("format", {kFormatTag}, false);
+  Case c;
+  c.directory = directory;
+  std::vector<std::string> dtype_names;
+  for (FormatId id : all_formats()) dtype_names.emplace_back(format_info(id).name);
+  c.dtype = *parse_format(fields.choice("dtype", dtype_names, false));
+
+  Problem& p = c.problem;
+  p.dims.batch = fields.positive_integer("batch");
+  p.dims.q_heads = fields.positive_integer("q_heads");
+  p.dims.kv_heads = fields.positive_integer("kv_heads");
+  p.dims.q_len = fields.positive_integer("q_len");
+  p.dims.kv_len = fields.positive_integer("kv_len");
+  p.dims.d_k = fields.positive_integer("d_k");
+  p.dims.d_v = fields.positive_integer("d_v");
+  if (p.dims.q_heads % p.dims.kv_heads != 0)
+    fields.fail("q_heads", "expected a multiple of kv_heads (" + std::to_string(p.dims.kv_heads) + "), got " +
+                               std::to_string(p.dims.q_heads));
+  p.scale = fields.optional_positive("scale");
+  p.softcap = fields.optional_positive("softcap");
+  const std::string causal = fields.choice("causal", {"top_left", "bottom_right"}, true);
+  p.causal = causal == "top_left" ? Causal::top_left : causal == "bottom_right" ? Causal::bottom_right : Causal::none;
+  const std::string mask = fields.choice("mask", {"bool", "additive"}, true);
+  p.mask_kind = mask == "bool" ? MaskKind::boolean : mask == "additive" ? MaskKind::additive : MaskKind::none;
+  const json& provenance = fields.required("provenance");
+  if (!provenance.is_object()) fields.fail("provenance", "expected an object, got " + provenance.dump());
+  c.provenance = provenance;
+
+  const auto B = static_cast<std::size_t>(p.dims.batch), Hq = static_cast<std::size_t>(p.dims.q_heads),
+             Hkv = static_cast<std::size_t>(p.dims.kv_heads), L = static_cast<std::size_t>(p.dims.q_len),
+             S = static_cast<std::size_t>(p.dims.kv_len), Dk = static_cast<std::size_t>(p.dims.d_k),
+             Dv = static_cast<std::size_t>(p.dims.d_v);
+  p.q = load_array(directory / "q.npy", NpyDtype::float64, {B, Hq, L, Dk}).values;
+  p.k = load_array(directory / "k.npy", NpyDtype::float64, {B, Hkv, S, Dk}).values;
+  p.v = load_array(directory / "v.npy", NpyDtype::float64, {B, Hkv, S, Dv}).values;
+  check_representable(directory / "q.npy", p.q, c.dtype);
+  check_representable(directory / "k.npy", p.k, c.dtype);
+  check_representable(directory / "v.npy", p.v, c.dtype);
+
+  const fs::path mask_path = directory / "mask.npy";
+  if (p.mask_kind == MaskKind::none) {
+    if (fs::exists(mask_path)) throw InputError(mask_path.string(), "", "present, but case.json says \"mask\": null");
+  } else {
+    NpyArray m = read_npy(mask_path);
+    const NpyDtype want = p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64;
+    if (m.dtype != want)
+      throw InputError(mask_path.string(), "dtype", "expected " + std::string(npy_descr(want)) + " for a " + mask +
+                                                        " mask, got " + std::string(npy_descr(m.dtype)));
+    const bool shape_ok = m.shape.size() == 4 && (m.shape[0] == 1 || m.shape[0] == B) &&
+                          (m.shape[1] == 1 || m.shape[1] == Hq) && m.shape[2] == L && m.shape[3] == S;
+    if (!shape_ok)
+      throw InputError(mask_path.string(), "shape",
+                       "expected [" + std::to_string(B) + " or 1, " + std::to_string(Hq) + " or 1, " + std::to_string(L) +
+                           ", " + std::to_string(S) + "], got " + shape_text(m.shape));
+    p.mask_batch = static_cast<int>(m.shape[0]);
+    p.mask_heads = static_cast<int>(m.shape[1]);
+    if (p.mask_kind == MaskKind::additive)
+      for (std::size_t i = 0; i < m.values.size(); ++i)
+        if (!(std::isfinite(m.values[i]) || m.values[i] == -INFINITY))
+          throw InputError(mask_path.string(), "values",
+                           "additive mask value at flat index " + std::to_string(i) + " is " +
+                               (std::isnan(m.values[i]) ? "NaN" : "+inf") + " (expected finite or -inf)");
+    p.mask = std::move(m.values);
+  }
+  return c;
+}
+
+void save_case(const Case& c, const fs::path& directory) {
+  const Problem& p = c.problem;
+  const auto errors = validate(p);
+  if (!errors.empty()) throw InputError(directory.string(), "", "invalid problem: " + errors.front());
+  fs::create_directories(directory);
+  const auto optional_number = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
+  json object = {
+      {"format", kFormatTag},
+      {"dtype", std::string(format_info(c.dtype).name)},
+      {"batch", p.dims.batch},
+      {"q_heads", p.dims.q_heads},
+      {"kv_heads", p.dims.kv_heads},
+      {"q_len", p.dims.q_len},
+      {"kv_len", p.dims.kv_len},
+      {"d_k", p.dims.d_k},
+      {"d_v", p.dims.d_v},
+      {"scale", optional_number(p.scale)},
+      {"softcap", optional_number(p.softcap)},
+      {"causal", p.causal == Causal::none ? json(nullptr) : json(std::string(to_string(p.causal)))},
+      {"mask", p.mask_kind == MaskKind::none ? json(nullptr) : json(std::string(to_string(p.mask_kind)))},
+      {"provenance", c.provenance},
+  };
+  const auto B = static_cast<std::size_t>(p.dims.batch), Hq = static_cast<std::size_t>(p.dims.q_heads),
+             Hkv = static_cast<std::size_t>(p.dims.kv_heads), L = static_cast<std::size_t>(p.dims.q_len),
+             S = static_cast<std::size_t>(p.dims.kv_len);
+  write_npy(directory / "q.npy", {NpyDtype::float64, {B, Hq, L, static_cast<std::size_t>(p.dims.d_k)}, p.q});
+  write_npy(directory / "k.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_k)}, p.k});
+  write_npy(directory / "v.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_v)}, p.v});
+  if (p.mask_kind != MaskKind::none)
+    write_npy(directory / "mask.npy",
+              {p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64,
+               {static_cast<std::size_t>(p.mask_batch), static_cast<std::size_t>(p.mask_heads), L, S},
+               p.mask});
+  else
+    fs::remove(directory / "mask.npy");
+  write_file_atomically(directory / "case.json", object.dump(2) + "\n");
+}
+
+}  // namespace attnspec

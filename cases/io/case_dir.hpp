@@ -1,0 +1,31 @@
+// Case directories (attnspec-case/1, spec/SPEC.md §4): case.json plus q, k,
+// v and mask arrays. Loading validates everything a case promises (fields,
+// shapes, dtypes, representability) and fails with an InputError naming the
+// file and field.
+#pragma once
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "formats/format.hpp"
+#include "reference/problem.hpp"
+
+namespace attnspec {
+
+struct Case {
+  std::filesystem::path directory;
+  FormatId dtype = FormatId::float64;
+  Problem problem;
+  nlohmann::json provenance = nlohmann::json::object();
+};
+
+Case load_case(const std::filesystem::path& directory);
+
+// Writes case.json, q.npy, k.npy, v.npy and mask.npy (when there is a mask).
+void save_case(const Case& c, const std::filesystem::path& directory);
+
+// Shapes of the arrays, as NPY shape lists.
+std::vector<std::size_t> out_shape(const Problem& p);  // [B, Hq, L, d_v]
+std::vector<std::size_t> lse_shape(const Problem& p);  // [B, Hq, L]
+
+}  // namespace attnspec

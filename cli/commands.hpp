@@ -1,0 +1,18 @@
+// The subcommands of the `attnspec` command line. Each registers itself and
+// its options on the app; its runner returns the exit status: 0 success,
+// 1 a check failed, 2 usage or bad input.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace attnspec::cli {
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_reference_command(CLI::App& app);
+
+}  // namespace attnspec::cli

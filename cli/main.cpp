@@ -1,0 +1,35 @@
+// Entry point of the `attnspec` command line: registers the subcommands,
+// runs the chosen one and maps errors to exit statuses (2 for usage errors
+// and bad input, with nothing written).
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <vector>
+
+#include "cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "attnspec: conformance suite and numerical specification for scaled dot-product attention,\n"
+      "softmax(Q K^T * scale + mask) V. Definitions: spec/SPEC.md. Exit status: 0 success,\n"
+      "1 a check failed, 2 usage error or bad input.\n"};
+  app.name("attnspec");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "attnspec 0.1.0");
+  const std::vector<attnspec::cli::Command> commands = {attnspec::cli::add_reference_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    for (const auto& command : commands)
+      if (command.app->parsed()) return command.run();
+  } catch (const std::exception& e) {
+    std::cerr << "attnspec: error: " << e.what() << "\n";
+    return 2;
+  }
+  return 2;
+}

@@ -1,0 +1,197 @@
+// One row at a time: evaluate every result as an interval at the working
+// precision, keep the results whose interval rounds to a single value, and
+// re-evaluate the rest at twice the precision. After the first miss the
+// row's exact rational forms are computed; a rational result is then
+// enclosed from its exact value, which settles exact midpoints that no
+// interval of the computed kind could ever exclude.
+#include "reference/certified.hpp"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "reference/exact_row.hpp"
+#include "reference/multiprecision.hpp"
+
+namespace attnspec {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Enclosures of one row's results at the current working precision.
+struct RowIntervals {
+  std::vector<Interval> weights;  // per visible key
+  std::vector<Interval> out;      // per value column
+  Interval lse;
+};
+
+// Softcapped difference c*tanh(a) - c*tanh(b) with a = s*d_j/c, b = s*d_r/c.
+// For moderate arguments tanh(a) - tanh(b) = sinh(a-b) / (cosh a cosh b)
+// avoids the cancellation of two nearly equal tanh values; for huge ones
+// cosh overflows and tanh is saturated anyway, so subtract directly.
+Interval capped_difference(const Interval& scale, const Interval& cap, const Real& dot_j,
+                           const Real& dot_r) {
+  const Interval a = scale * enclose(dot_j) / cap;
+  const Interval b = scale * enclose(dot_r) / cap;
+  const Interval a_minus_b = scale * enclose_difference(dot_j, dot_r) / cap;
+  const double limit = 1 << 20;
+  if (abs(upper(a)) < limit && abs(upper(b)) < limit && abs(lower(a)) < limit && abs(lower(b)) < limit)
+    return cap * sinh(a_minus_b) / (cosh(a) * cosh(b));
+  return cap * (tanh(a) - tanh(b));
+}
+
+RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights) {
+  const std::size_t n = row.visible.size();
+  const std::size_t r = row.reference_key;
+  const Interval scale = p.scale ? Interval(*p.scale) : Interval(1) / sqrt(Interval(p.dims.d_k));
+  const std::optional<Interval> cap = p.softcap ? std::optional<Interval>(Interval(*p.softcap)) : std::nullopt;
+
+  // u_j = exp(x_j - x_r), computed from exact differences.
+  std::vector<Interval> u(n);
+  Interval sum_u = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    Interval delta = cap ? capped_difference(scale, *cap, row.dot[j], row.dot[r])
+                         : scale * enclose_difference(row.dot[j], row.dot[r]);
+    delta += enclose_difference(row.mask[j], row.mask[r]);
+    u[j] = exp(delta);
+    sum_u += u[j];
+  }
+
+  RowIntervals result;
+  if (want_weights) {
+    result.weights.resize(n);
+    for (std::size_t j = 0; j < n; ++j) result.weights[j] = u[j] / sum_u;
+  }
+  result.out.resize(static_cast<std::size_t>(p.dims.d_v));
+  for (int t = 0; t < p.dims.d_v; ++t) {
+    Interval numerator = 0;
+    for (std::size_t j = 0; j < n; ++j)
+      numerator += u[j] * Interval(p.value_row(row.index.batch, row.kv_head, row.visible[j])[t]);
+    result.out[static_cast<std::size_t>(t)] = numerator / sum_u;
+  }
+  Interval x_r = scale * enclose(row.dot[r]);
+  if (cap) x_r = *cap * tanh(x_r / *cap);
+  result.lse = x_r + Interval(row.mask[r]) + log(sum_u);
+  return result;
+}
+
+bool column_is_finite(const Problem& p, const ExactRow& row, int t) {
+  for (int j : row.visible)
+    if (!std::isfinite(p.value_row(row.index.batch, row.kv_head, j)[t])) return false;
+  return true;
+}
+
+// One result of a row awaiting its correctly rounded value.
+struct Pending {
+  double* destination;
+  enum class Kind { weight, out, lse } kind;
+  std::size_t position;  // visible-key index or column
+};
+
+}  // namespace
+
+int starting_precision(FormatId target) {
+  return std::max(64, format_info(target).precision + 40);
+}
+
+RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& options) {
+  const int S = p.dims.kv_len;
+  RowResult result;
+  result.out.assign(static_cast<std::size_t>(p.dims.d_v), 0.0);
+  if (options.weights) result.weights.assign(static_cast<std::size_t>(S), 0.0);
+  result.lse = -std::numeric_limits<double>::infinity();
+
+  const ExactRow row = prepare_row(p, r);
+  if (row.visible.empty()) return result;  // fully masked: exact zeros, lse -inf
+  if (row.nonfinite_logits) {
+    for (double& o : result.out) o = kNaN;
+    for (int j : row.visible)
+      if (options.weights) result.weights[static_cast<std::size_t>(j)] = kNaN;
+    result.lse = kNaN;
+    return result;
+  }
+
+  std::vector<Pending> pending;
+  if (options.weights)
+    for (std::size_t j = 0; j < row.visible.size(); ++j)
+      pending.push_back({&result.weights[static_cast<std::size_t>(row.visible[j])], Pending::Kind::weight, j});
+  for (int t = 0; t < p.dims.d_v; ++t) {
+    if (!column_is_finite(p, row, t)) {
+      result.out[static_cast<std::size_t>(t)] = kNaN;
+      continue;
+    }
+    pending.push_back({&result.out[static_cast<std::size_t>(t)], Pending::Kind::out, static_cast<std::size_t>(t)});
+  }
+  pending.push_back({&result.lse, Pending::Kind::lse, 0});
+
+  std::optional<ExactForms> forms;
+  for (int bits = starting_precision(options.target);; bits *= 2) {
+    if (bits > options.max_precision_bits)
+      throw ReferenceError("certified reference: row (batch " + std::to_string(r.batch) + ", head " +
+                           std::to_string(r.head) + ", query " + std::to_string(r.query) +
+                           ") still undecided at " + std::to_string(bits / 2) + " bits");
+    WorkingPrecision precision(bits);
+    ++result.attempts;
+    result.precision_bits = bits;
+    const RowIntervals intervals = evaluate(p, row, options.weights);
+    std::vector<Pending> undecided;
+    for (const Pending& item : pending) {
+      const std::optional<Rational>* exact = nullptr;
+      const Interval* computed = nullptr;
+      switch (item.kind) {
+        case Pending::Kind::weight:
+          if (forms) exact = &forms->weight;
+          computed = &intervals.weights[item.position];
+          break;
+        case Pending::Kind::out:
+          if (forms) exact = &forms->out[item.position];
+          computed = &intervals.out[item.position];
+          break;
+        case Pending::Kind::lse:
+          if (forms) exact = &forms->lse;
+          computed = &intervals.lse;
+          break;
+      }
+      const bool use_exact = exact && exact->has_value();
+      const std::optional<double> value =
+          decide(use_exact ? enclose(**exact) : *computed, options.target);
+      if (value) {
+        *item.destination = *value;
+        if (use_exact) ++result.exact_values;
+      } else {
+        undecided.push_back(item);
+      }
+    }
+    pending = std::move(undecided);
+    if (pending.empty()) return result;
+    if (!forms) forms = exact_forms(p, row);
+  }
+}
+
+ReferenceResult certified_attention(const Problem& p, const ReferenceOptions& options) {
+  ReferenceResult result;
+  result.target = options.target;
+  const std::size_t rows = p.rows();
+  const auto dv = static_cast<std::size_t>(p.dims.d_v);
+  const auto S = static_cast<std::size_t>(p.dims.kv_len);
+  result.out.resize(rows * dv);
+  result.lse.resize(rows);
+  if (options.weights) result.weights.resize(rows * S);
+  result.stats.rows = rows;
+  result.stats.start_precision_bits = starting_precision(options.target);
+  for (std::size_t flat = 0; flat < rows; ++flat) {
+    const RowResult row = certified_row(p, p.row_index(flat), options);
+    std::copy(row.out.begin(), row.out.end(), result.out.begin() + static_cast<std::ptrdiff_t>(flat * dv));
+    if (options.weights)
+      std::copy(row.weights.begin(), row.weights.end(), result.weights.begin() + static_cast<std::ptrdiff_t>(flat * S));
+    result.lse[flat] = row.lse;
+    if (row.attempts > 1) ++result.stats.refined_rows;
+    result.stats.exact_values += row.exact_values;
+    result.stats.max_precision_bits = std::max(result.stats.max_precision_bits, row.precision_bits);
+    if (options.progress) options.progress(flat + 1, rows);
+  }
+  return result;
+}
+
+}  // namespace attnspec

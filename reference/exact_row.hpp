@@ -1,0 +1,39 @@
+// What the reference knows about one query row before choosing a working
+// precision: which keys are visible, their dot products computed exactly,
+// and, when asked, the exact rational value of each result that is rational
+// (spec/SPEC.md §5, step 4).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "reference/multiprecision.hpp"
+#include "reference/problem.hpp"
+
+namespace attnspec {
+
+struct ExactRow {
+  RowIndex index;
+  int kv_head = 0;
+  std::vector<int> visible;   // key positions, ascending
+  std::vector<Real> dot;      // exact q . k_j for each visible key
+  std::vector<double> mask;   // additive mask value of each visible key
+  bool nonfinite_logits = false;   // a NaN or infinity in q or a visible key
+  std::size_t reference_key = 0;   // index into `visible` of a largest logit
+};
+
+ExactRow prepare_row(const Problem& p, RowIndex r);
+
+// The exact dot product of two double vectors, at a precision that covers
+// the whole exponent span of the products.
+Real exact_dot(std::span<const double> a, std::span<const double> b);
+
+struct ExactForms {
+  std::optional<Rational> weight;            // the common weight 1/n of every visible key
+  std::vector<std::optional<Rational>> out;  // per value column
+  std::optional<Rational> lse;
+};
+
+ExactForms exact_forms(const Problem& p, const ExactRow& row);
+
+}  // namespace attnspec

@@ -1,0 +1,139 @@
+// Layout, broadcasting and visibility of a Problem (spec/SPEC.md §2.1-2.2).
+#include "reference/problem.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace attnspec {
+
+std::string_view to_string(MaskKind kind) {
+  switch (kind) {
+    case MaskKind::none: return "none";
+    case MaskKind::boolean: return "bool";
+    case MaskKind::additive: return "additive";
+  }
+  return "?";
+}
+
+std::string_view to_string(Causal causal) {
+  switch (causal) {
+    case Causal::none: return "none";
+    case Causal::top_left: return "top_left";
+    case Causal::bottom_right: return "bottom_right";
+  }
+  return "?";
+}
+
+std::span<const double> Problem::query_row(RowIndex r) const {
+  const std::size_t row = (static_cast<std::size_t>(r.batch) * dims.q_heads + r.head) * dims.q_len + r.query;
+  return {q.data() + row * dims.d_k, static_cast<std::size_t>(dims.d_k)};
+}
+
+std::span<const double> Problem::key_row(int batch, int kv_head, int key) const {
+  const std::size_t row = (static_cast<std::size_t>(batch) * dims.kv_heads + kv_head) * dims.kv_len + key;
+  return {k.data() + row * dims.d_k, static_cast<std::size_t>(dims.d_k)};
+}
+
+std::span<const double> Problem::value_row(int batch, int kv_head, int key) const {
+  const std::size_t row = (static_cast<std::size_t>(batch) * dims.kv_heads + kv_head) * dims.kv_len + key;
+  return {v.data() + row * dims.d_v, static_cast<std::size_t>(dims.d_v)};
+}
+
+namespace {
+std::size_t mask_offset(const Problem& p, RowIndex r, int key) {
+  const std::size_t b = p.mask_batch == 1 ? 0 : static_cast<std::size_t>(r.batch);
+  const std::size_t h = p.mask_heads == 1 ? 0 : static_cast<std::size_t>(r.head);
+  return ((b * p.mask_heads + h) * p.dims.q_len + r.query) * p.dims.kv_len + key;
+}
+}  // namespace
+
+bool Problem::visible(RowIndex r, int key) const {
+  switch (causal) {
+    case Causal::none: break;
+    case Causal::top_left:
+      if (key > r.query) return false;
+      break;
+    case Causal::bottom_right:
+      if (key > r.query + dims.kv_len - dims.q_len) return false;
+      break;
+  }
+  switch (mask_kind) {
+    case MaskKind::none: return true;
+    case MaskKind::boolean: return mask[mask_offset(*this, r, key)] != 0.0;
+    case MaskKind::additive: return mask[mask_offset(*this, r, key)] != -INFINITY;
+  }
+  return true;
+}
+
+double Problem::mask_value(RowIndex r, int key) const {
+  return mask_kind == MaskKind::additive ? mask[mask_offset(*this, r, key)] : 0.0;
+}
+
+std::size_t Problem::rows() const {
+  return static_cast<std::size_t>(dims.batch) * dims.q_heads * dims.q_len;
+}
+
+RowIndex Problem::row_index(std::size_t flat) const {
+  RowIndex r;
+  r.query = static_cast<int>(flat % dims.q_len);
+  flat /= dims.q_len;
+  r.head = static_cast<int>(flat % dims.q_heads);
+  r.batch = static_cast<int>(flat / dims.q_heads);
+  return r;
+}
+
+std::size_t Problem::row_flat(RowIndex r) const {
+  return (static_cast<std::size_t>(r.batch) * dims.q_heads + r.head) * dims.q_len + r.query;
+}
+
+std::vector<std::string> validate(const Problem& p) {
+  std::vector<std::string> errors;
+  const Dims& d = p.dims;
+  const auto positive = [&](int value, const char* name) {
+    if (value < 1) errors.push_back(std::string(name) + ": expected an integer >= 1, got " + std::to_string(value));
+  };
+  positive(d.batch, "batch");
+  positive(d.q_heads, "q_heads");
+  positive(d.kv_heads, "kv_heads");
+  positive(d.q_len, "q_len");
+  positive(d.kv_len, "kv_len");
+  positive(d.d_k, "d_k");
+  positive(d.d_v, "d_v");
+  if (!errors.empty()) return errors;
+  if (d.q_heads % d.kv_heads != 0)
+    errors.push_back("q_heads: expected a multiple of kv_heads (" + std::to_string(d.kv_heads) + "), got " +
+                     std::to_string(d.q_heads));
+  if (p.scale && !(std::isfinite(*p.scale) && *p.scale > 0))
+    errors.push_back("scale: expected null or a finite number > 0");
+  if (p.softcap && !(std::isfinite(*p.softcap) && *p.softcap > 0))
+    errors.push_back("softcap: expected null or a finite number > 0");
+  const auto sized = [&](const std::vector<double>& t, std::size_t n, const char* name) {
+    if (t.size() != n)
+      errors.push_back(std::string(name) + ": expected " + std::to_string(n) + " values, got " +
+                       std::to_string(t.size()));
+  };
+  const std::size_t S = static_cast<std::size_t>(d.kv_len);
+  sized(p.q, p.rows() * d.d_k, "q");
+  sized(p.k, static_cast<std::size_t>(d.batch) * d.kv_heads * S * d.d_k, "k");
+  sized(p.v, static_cast<std::size_t>(d.batch) * d.kv_heads * S * d.d_v, "v");
+  if (p.mask_kind == MaskKind::none) {
+    if (!p.mask.empty()) errors.push_back("mask: values given but mask kind is none");
+  } else {
+    if (p.mask_batch != 1 && p.mask_batch != d.batch)
+      errors.push_back("mask: batch extent must be 1 or " + std::to_string(d.batch));
+    if (p.mask_heads != 1 && p.mask_heads != d.q_heads)
+      errors.push_back("mask: head extent must be 1 or " + std::to_string(d.q_heads));
+    sized(p.mask, static_cast<std::size_t>(p.mask_batch) * p.mask_heads * d.q_len * S, "mask");
+    for (double m : p.mask) {
+      const bool ok = p.mask_kind == MaskKind::boolean ? (m == 0.0 || m == 1.0) : (m == -INFINITY || std::isfinite(m));
+      if (!ok) {
+        errors.push_back(p.mask_kind == MaskKind::boolean ? "mask: bool mask values must be 0 or 1"
+                                                          : "mask: additive values must be finite or -inf");
+        break;
+      }
+    }
+  }
+  return errors;
+}
+
+}  // namespace attnspec

@@ -1,0 +1,74 @@
+// An attention problem: shapes, options and exact inputs, as defined in
+// spec/SPEC.md §2. Everything that reads a problem (the reference, the case
+// files, later the kernels) goes through these accessors, so the layout,
+// broadcasting, GQA mapping and visibility rules live in one place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnspec {
+
+enum class MaskKind { none, boolean, additive };
+enum class Causal { none, top_left, bottom_right };
+
+std::string_view to_string(MaskKind kind);  // "none", "bool", "additive"
+std::string_view to_string(Causal causal);  // "none", "top_left", "bottom_right"
+
+struct Dims {
+  int batch = 1;
+  int q_heads = 1;
+  int kv_heads = 1;
+  int q_len = 1;   // L
+  int kv_len = 1;  // S
+  int d_k = 1;
+  int d_v = 1;
+};
+
+struct RowIndex {
+  int batch = 0;
+  int head = 0;   // query head
+  int query = 0;  // i
+};
+
+struct Problem {
+  Dims dims;
+  std::optional<double> scale;    // nullopt: 1/sqrt(d_k), exactly
+  std::optional<double> softcap;  // nullopt: no cap
+  Causal causal = Causal::none;
+  MaskKind mask_kind = MaskKind::none;
+  int mask_batch = 1;  // 1 (broadcast) or batch
+  int mask_heads = 1;  // 1 (broadcast) or q_heads
+  std::vector<double> q;     // [B, Hq, L, d_k]
+  std::vector<double> k;     // [B, Hkv, S, d_k]
+  std::vector<double> v;     // [B, Hkv, S, d_v]
+  std::vector<double> mask;  // [mask_batch, mask_heads, L, S]; bool: 1 attend, 0 block
+
+  // The kv head that query head h reads: h / (Hq / Hkv).
+  int kv_head_of(int q_head) const { return q_head / (dims.q_heads / dims.kv_heads); }
+
+  std::span<const double> query_row(RowIndex r) const;
+  std::span<const double> key_row(int batch, int kv_head, int key) const;
+  std::span<const double> value_row(int batch, int kv_head, int key) const;
+
+  bool visible(RowIndex r, int key) const;
+  // The additive mask value (0 without an additive mask).
+  double mask_value(RowIndex r, int key) const;
+
+  std::size_t rows() const;  // B * Hq * L
+  std::size_t out_size() const { return rows() * static_cast<std::size_t>(dims.d_v); }
+  std::size_t weights_size() const { return rows() * static_cast<std::size_t>(dims.kv_len); }
+  RowIndex row_index(std::size_t flat) const;
+  std::size_t row_flat(RowIndex r) const;
+};
+
+// Empty when the problem is well-formed; otherwise one message per problem
+// found ("q: expected 24 values, got 23").
+std::vector<std::string> validate(const Problem& p);
+
+}  // namespace attnspec
