@@ -126,7 +126,8 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
   pending.push_back({&result.lse, Pending::Kind::lse, 0});
 
   std::optional<ExactForms> forms;
-  for (int bits = starting_precision(options.target);; bits *= 2) {
+  const int first_bits = options.start_precision_bits > 0 ? options.start_precision_bits : starting_precision(options.target);
+  for (int bits = first_bits;; bits *= 2) {
     if (bits > options.max_precision_bits)
       throw ReferenceError("certified reference: row (batch " + std::to_string(r.batch) + ", head " +
                            std::to_string(r.head) + ", query " + std::to_string(r.query) +
@@ -179,7 +180,8 @@ ReferenceResult certified_attention(const Problem& p, const ReferenceOptions& op
   result.lse.resize(rows);
   if (options.weights) result.weights.resize(rows * S);
   result.stats.rows = rows;
-  result.stats.start_precision_bits = starting_precision(options.target);
+  result.stats.start_precision_bits =
+      options.start_precision_bits > 0 ? options.start_precision_bits : starting_precision(options.target);
   for (std::size_t flat = 0; flat < rows; ++flat) {
     const RowResult row = certified_row(p, p.row_index(flat), options);
     std::copy(row.out.begin(), row.out.end(), result.out.begin() + static_cast<std::ptrdiff_t>(flat * dv));

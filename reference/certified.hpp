@@ -17,6 +17,7 @@ namespace attnspec {
 struct ReferenceOptions {
   FormatId target = FormatId::float64;
   bool weights = true;              // certify the attention weights too
+  int start_precision_bits = 0;     // 0: starting_precision(target)
   int max_precision_bits = 65536;   // refinement gives up (ReferenceError) beyond this
   // Called after each row with (rows done, rows in all), for progress output.
   std::function<void(std::size_t, std::size_t)> progress;
