@@ -91,8 +91,13 @@ Interval enclose_difference(double a, double b) {
 
 std::optional<double> decide(const Interval& x, FormatId target) {
   if (mpfr_nan_p(left_of(x)) || mpfr_nan_p(right_of(x))) return std::nullopt;
-  const double low = round_to_format(left_of(x), target);
-  const double high = round_to_format(right_of(x), target);
+  // A zero bound says nothing about the sign of the exact value (MPFI stores
+  // [0, 0] as [+0, -0]); an exact zero is +0. With a negative lower bound
+  // and a zero upper bound the value may be a negative tiny (-0) or exactly
+  // zero (+0), and the bounds disagree, as they should.
+  const auto bound = [&](mpfr_srcptr b) { return mpfr_zero_p(b) ? 0.0 : round_to_format(b, target); };
+  const double low = bound(left_of(x));
+  const double high = bound(right_of(x));
   // Rounding is monotone and each possible result has an interval as its
   // preimage, so equal bit patterns at both ends (sign of zero and of an
   // overflow NaN included) decide every point in between.
