@@ -1,1 +1,178 @@
+// Case directories and NPY files: round trips, and every kind of bad input
+// producing an InputError that names the file and the field.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <unistd.h>
+
+#include "cases/io/case_dir.hpp"
+#include "cases/io/input_error.hpp"
+#include "cases/io/npy.hpp"
+#include "problem_builder.hpp"
+
+namespace attnspec {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CaseIo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("attnspec_case_io_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Case sample_case() {
+    std::mt19937_64 random(11);
+    Case c;
+    c.dtype = FormatId::float16;
+    c.problem = testing::random_problem(random, {2, 4, 2, 3, 5, 2, 3}, FormatId::float16);
+    c.problem.scale = 0.25;
+    c.problem.causal = Causal::bottom_right;
+    c.problem.mask_kind = MaskKind::additive;
+    c.problem.mask_heads = 4;
+    c.problem.mask.assign(4 * 3 * 5, 0.0);
+    c.problem.mask[3] = -INFINITY;
+    c.problem.mask[7] = -1.5;
+    c.provenance = {{"generator", "case_io_test"}};
+    return c;
+  }
+
+  nlohmann::json read_json() {
+    std::ifstream in(dir_ / "case.json");
+    return nlohmann::json::parse(in);
+  }
+  void write_json(const nlohmann::json& j) { std::ofstream(dir_ / "case.json") << j.dump(); }
+
+  // Loading must fail with an InputError naming this file and field.
+  void expect_error(const std::string& file, const std::string& field, const std::string& fragment) {
+    try {
+      load_case(dir_);
+      ADD_FAILURE() << "no error for " << file << " " << field;
+    } catch (const InputError& e) {
+      EXPECT_EQ(fs::path(e.file()).filename().string(), file) << e.what();
+      EXPECT_EQ(e.field(), field) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CaseIo, SavedCaseLoadsBackIdentically) {
+  const Case original = sample_case();
+  save_case(original, dir_);
+  const Case loaded = load_case(dir_);
+  EXPECT_EQ(loaded.dtype, FormatId::float16);
+  EXPECT_EQ(loaded.problem.dims.q_heads, 4);
+  EXPECT_EQ(loaded.problem.scale, 0.25);
+  EXPECT_FALSE(loaded.problem.softcap);
+  EXPECT_EQ(loaded.problem.causal, Causal::bottom_right);
+  EXPECT_EQ(loaded.problem.mask_batch, 1);
+  EXPECT_EQ(loaded.problem.mask_heads, 4);
+  EXPECT_EQ(loaded.problem.q, original.problem.q);
+  EXPECT_EQ(loaded.problem.v, original.problem.v);
+  EXPECT_EQ(loaded.problem.mask, original.problem.mask);
+  EXPECT_EQ(loaded.provenance["generator"], "case_io_test");
+}
+
+TEST_F(CaseIo, NpyVersionsAndDtypesRoundTrip) {
+  const NpyArray f64{NpyDtype::float64, {2, 3}, {1, -2.5, 0x1p-1074, INFINITY, -0.0, 3}};
+  write_npy(dir_ / "a.npy", f64);
+  const NpyArray back = read_npy(dir_ / "a.npy");
+  EXPECT_EQ(back.shape, f64.shape);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_TRUE(same_value(back.values[i], f64.values[i]));
+  write_npy(dir_ / "b.npy", {NpyDtype::boolean, {4}, {1, 0, 0, 1}});
+  EXPECT_EQ(read_npy(dir_ / "b.npy").values, (std::vector<double>{1, 0, 0, 1}));
+  write_npy(dir_ / "c.npy", {NpyDtype::float32, {}, {0.5}});
+  EXPECT_EQ(read_npy(dir_ / "c.npy").shape.size(), 0u);
+  // Version 2.0: a 4-byte header length.
+  std::string v1 = encode_npy(f64);
+  const std::string header = v1.substr(10);
+  std::string v2 = std::string("\x93NUMPY\x02\x00", 8);
+  const std::uint32_t length = static_cast<std::uint32_t>(v1[8] & 0xff) | (static_cast<std::uint32_t>(v1[9] & 0xff) << 8);
+  for (int i = 0; i < 4; ++i) v2 += static_cast<char>((length >> (8 * i)) & 0xff);
+  v2 += header;
+  std::ofstream(dir_ / "v2.npy", std::ios::binary) << v2;
+  EXPECT_EQ(read_npy(dir_ / "v2.npy").values[1], -2.5);
+}
+
+TEST_F(CaseIo, BadNpyFilesAreNamed) {
+  std::ofstream(dir_ / "junk.npy") << "not an array";
+  EXPECT_THROW(read_npy(dir_ / "junk.npy"), InputError);
+  EXPECT_THROW(read_npy(dir_ / "missing.npy"), InputError);
+  std::string truncated = encode_npy({NpyDtype::float64, {3}, {1, 2, 3}});
+  truncated.pop_back();
+  std::ofstream(dir_ / "short.npy", std::ios::binary) << truncated;
+  try {
+    read_npy(dir_ / "short.npy");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("short.npy"), std::string::npos);
+  }
+}
+
+TEST_F(CaseIo, BadCaseJsonFieldsAreNamed) {
+  save_case(sample_case(), dir_);
+  const nlohmann::json good = read_json();
+  const auto with = [&](const std::string& field, const nlohmann::json& value) {
+    nlohmann::json j = good;
+    j[field] = value;
+    write_json(j);
+  };
+  with("colour", "blue");
+  expect_error("case.json", "colour", "unknown field");
+  with("dtype", "float8");
+  expect_error("case.json", "dtype", "expected one of");
+  with("q_heads", 3);
+  expect_error("case.json", "q_heads", "multiple of kv_heads");
+  with("d_k", 0);
+  expect_error("case.json", "d_k", "integer >= 1");
+  with("scale", -1);
+  expect_error("case.json", "scale", "finite number > 0");
+  with("causal", "upper_left");
+  expect_error("case.json", "causal", "top_left");
+  with("format", "attnspec-case/2");
+  expect_error("case.json", "format", "attnspec-case/1");
+  nlohmann::json missing = good;
+  missing.erase("d_v");
+  write_json(missing);
+  expect_error("case.json", "d_v", "missing");
+  std::ofstream(dir_ / "case.json") << "{ not json";
+  expect_error("case.json", "", "invalid JSON");
+}
+
+TEST_F(CaseIo, BadArraysAreNamed) {
+  Case c = sample_case();
+  save_case(c, dir_);
+  write_npy(dir_ / "k.npy", {NpyDtype::float64, {2, 2, 5, 3}, std::vector<double>(60, 0.0)});
+  expect_error("k.npy", "shape", "expected [2, 2, 5, 2]");
+  save_case(c, dir_);
+  write_npy(dir_ / "v.npy", {NpyDtype::float32, {2, 2, 5, 3}, std::vector<double>(60, 0.0)});
+  expect_error("v.npy", "dtype", "expected <f8");
+  save_case(c, dir_);
+  Case not_half = c;
+  not_half.problem.q[5] = 0.1;  // not a float16 value
+  save_case(not_half, dir_);
+  expect_error("q.npy", "values", "not representable in float16");
+  save_case(c, dir_);
+  std::vector<double> mask = c.problem.mask;
+  mask[2] = INFINITY;
+  write_npy(dir_ / "mask.npy", {NpyDtype::float64, {1, 4, 3, 5}, mask});
+  expect_error("mask.npy", "values", "+inf");
+  save_case(c, dir_);
+  fs::remove(dir_ / "mask.npy");
+  expect_error("mask.npy", "", "cannot open");
+  save_case(c, dir_);
+  write_npy(dir_ / "mask.npy", {NpyDtype::float64, {1, 3, 3, 5}, std::vector<double>(45, 0.0)});
+  expect_error("mask.npy", "shape", "4 or 1");
+}
+
+}  // namespace
+}  // namespace attnspec
