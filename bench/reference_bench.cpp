@@ -1,2 +1,105 @@
+// Cost of the certified reference per output element, next to a plain
+// double implementation (max-shifted softmax, no certification) on the same
+// problems. Each benchmark reports ns per output element and the ratio to
+// plain double, measured in the same process. Run: build/bench/reference_bench
 #include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "reference/certified.hpp"
+
+namespace attnspec {
+namespace {
+
+Problem bench_problem(int L, int S, int d) {
+  std::mt19937_64 random(42);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Problem p;
+  p.dims.q_len = L;
+  p.dims.kv_len = S;
+  p.dims.d_k = p.dims.d_v = d;
+  // Normal inputs rounded to bfloat16 (8 bits), as a bf16 kernel would see.
+  const auto fill = [&](std::vector<double>& t, std::size_t n) {
+    t.resize(n);
+    for (double& x : t) x = round_to_format(normal(random), FormatId::bfloat16);
+  };
+  fill(p.q, static_cast<std::size_t>(L) * d);
+  fill(p.k, static_cast<std::size_t>(S) * d);
+  fill(p.v, static_cast<std::size_t>(S) * d);
+  return p;
+}
+
+// The textbook algorithm in double: the yardstick.
+std::vector<double> plain_double(const Problem& p) {
+  const int L = p.dims.q_len, S = p.dims.kv_len, dk = p.dims.d_k, dv = p.dims.d_v;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  std::vector<double> out(static_cast<std::size_t>(L) * dv, 0.0), logits(static_cast<std::size_t>(S));
+  for (int i = 0; i < L; ++i) {
+    double max = -INFINITY;
+    for (int j = 0; j < S; ++j) {
+      double dot = 0;
+      for (int t = 0; t < dk; ++t) dot += p.q[static_cast<std::size_t>(i) * dk + t] * p.k[static_cast<std::size_t>(j) * dk + t];
+      logits[static_cast<std::size_t>(j)] = dot * scale;
+      max = std::max(max, logits[static_cast<std::size_t>(j)]);
+    }
+    double sum = 0;
+    for (double& x : logits) sum += (x = std::exp(x - max));
+    for (int j = 0; j < S; ++j)
+      for (int t = 0; t < dv; ++t)
+        out[static_cast<std::size_t>(i) * dv + t] += logits[static_cast<std::size_t>(j)] / sum * p.v[static_cast<std::size_t>(j) * dv + t];
+  }
+  return out;
+}
+
+double seconds_of_plain_double(const Problem& p) {
+  int repetitions = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  do {
+    benchmark::DoNotOptimize(plain_double(p));
+    ++repetitions;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } while (elapsed < 0.2);
+  return elapsed / repetitions;
+}
+
+void BM_certified(benchmark::State& state) {
+  const Problem p = bench_problem(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                                  static_cast<int>(state.range(2)));
+  ReferenceOptions options;
+  options.target = static_cast<FormatId>(state.range(3));
+  options.weights = false;
+  std::size_t refined = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    const ReferenceResult r = certified_attention(p, options);
+    refined = r.stats.refined_rows;
+    benchmark::DoNotOptimize(r.out.data());
+  }
+  const double certified_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+      static_cast<double>(state.iterations());
+  const double double_seconds = seconds_of_plain_double(p);
+  const double outputs = static_cast<double>(p.out_size());
+  state.counters["certified_ns_per_out"] = certified_seconds / outputs * 1e9;
+  state.counters["double_ns_per_out"] = double_seconds / outputs * 1e9;
+  state.counters["ratio"] = certified_seconds / double_seconds;
+  state.counters["refined_rows"] = static_cast<double>(refined);
+  state.SetLabel(std::string(format_info(options.target).name));
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  for (auto target : {FormatId::float64, FormatId::float32, FormatId::bfloat16})
+    for (auto [L, S, d] : {std::tuple{16, 16, 16}, std::tuple{64, 64, 64}, std::tuple{32, 256, 128}})
+      b->Args({L, S, d, static_cast<long>(target)});
+  b->ArgNames({"L", "S", "d", "format"})->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_certified)->Apply(shapes);
+
+}  // namespace
+}  // namespace attnspec
+
 BENCHMARK_MAIN();

@@ -30,6 +30,13 @@ struct ReferenceArgs {
   bool quiet = false;
 };
 
+// The last component of the directory's path, also for "dir/" and ".".
+std::string case_name(const fs::path& case_dir) {
+  fs::path normal = fs::absolute(case_dir).lexically_normal();
+  if (normal.filename().empty()) normal = normal.parent_path();
+  return normal.filename().string();
+}
+
 struct Destination {
   fs::path out, lse, weights;
 };
@@ -37,7 +44,7 @@ struct Destination {
 Destination destination_for(const ReferenceArgs& args, const fs::path& case_dir) {
   fs::path out;
   if (!args.out.empty()) out = args.out;
-  else if (!args.out_dir.empty()) out = fs::path(args.out_dir) / fs::absolute(case_dir).lexically_normal().filename() / "ref.npy";
+  else if (!args.out_dir.empty()) out = fs::path(args.out_dir) / case_name(case_dir) / "ref.npy";
   else out = case_dir / "ref.npy";
   const fs::path stem = out.parent_path() / out.stem();
   return {out, fs::path(stem.string() + "_lse.npy"), fs::path(stem.string() + "_weights.npy")};

@@ -100,7 +100,8 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
   RowResult result;
   result.out.assign(static_cast<std::size_t>(p.dims.d_v), 0.0);
   if (options.weights) result.weights.assign(static_cast<std::size_t>(S), 0.0);
-  result.lse = -std::numeric_limits<double>::infinity();
+  // -inf in the target format: NaN in float8_e4m3fn, which has no infinity.
+  result.lse = round_to_format(-std::numeric_limits<double>::infinity(), options.target);
 
   const ExactRow row = prepare_row(p, r);
   if (row.visible.empty()) return result;  // fully masked: exact zeros, lse -inf

@@ -11,6 +11,14 @@ with integer arithmetic only, from the exact rational value of the decimal
 result, and refused where a 120-digit approximation cannot decide the
 rounding.
 
+Method, in short: dot products and mask differences are exact (Fraction);
+exp is shifted by the largest logit and taken on exact differences;
+every decimal value carries whether it is exact (the context's Inexact
+flag), so exact results (tied weights 1/n, means of tied values) may sit
+on a rounding midpoint while approximate ones may not come within 1e-100
+of one; an output whose equally weighted key groups all share one mean of
+V is that mean, exactly.
+
 It also reads and writes attnspec cases (SPEC.md section 4), including a
 small NPY reader and writer, so that it depends on nothing outside the
 standard library (no numpy: it may be missing on CI machines).
@@ -455,7 +463,7 @@ def write_case(case_dir, meta, q, k, v, mask=None):
 class Approx:
     value: Decimal
     exact: bool
-    error: Fraction = Fraction(0)  # |120-digit - 160-digit|, set by the self-check
+    error: Decimal = Decimal(0)  # |120-digit - 160-digit|, set by the self-check
 
     def is_exact_zero(self):
         return self.exact and self.value == 0
@@ -501,10 +509,6 @@ def d_exp(a):
     return _tracked(lambda x: x.exp(), a)
 
 
-def d_ln(a):
-    return _tracked(lambda x: x.ln(), a)
-
-
 def d_sum(terms):
     total = EXACT_ZERO
     for term in terms:
@@ -542,6 +546,37 @@ def d_tanh(a):
             t = 1 - 2 / ((2 * x).exp() + 1)
         t = +t  # round to the working precision
     return Approx(t if a.value > 0 else -t, False)
+
+
+def _boosted_digits(x):
+    """Working precision plus the digits lost when 1 + x cancels (|x| < 1)."""
+    return decimal.getcontext().prec + max(0, -x.adjusted()) + 5
+
+
+def d_expm1(a):
+    """exp(x) - 1 with full relative accuracy for small |x| (|x| < 1 here)."""
+    if a.is_exact_zero():
+        return EXACT_ZERO
+    x = a.value
+    if x.adjusted() < -(decimal.getcontext().prec + 5):
+        return Approx(+x, False)  # expm1(x) = x (1 + x/2 + ...), x/2 below an ulp
+    with decimal.localcontext() as local:
+        local.prec = _boosted_digits(x)
+        result = x.exp() - 1
+    return Approx(+result, False)
+
+
+def d_log1p(a):
+    """log(1 + y) with full relative accuracy for small |y|."""
+    if a.is_exact_zero():
+        return EXACT_ZERO  # log(1) = 0 is the only exact case
+    y = a.value
+    if y.adjusted() < -(decimal.getcontext().prec + 5):
+        return Approx(+y, False)
+    with decimal.localcontext() as local:
+        local.prec = _boosted_digits(y)
+        result = (1 + y).ln()  # 1 + y is exact at the boosted precision
+    return Approx(+result, False)
 
 
 def decimal_context(digits):
@@ -655,23 +690,64 @@ def attention_row(case, model, b, h, i):
     d = {j: exact_dot(q, k_rows[j]) for j, _ in keys}
     m = dict(keys)
     logits = {j: model.logit(d[j], m[j]) for j, _ in keys}
-    # Shift by (approximately) the largest logit so that exp never overflows.
+    # Shift by (approximately) the largest logit r so that exp never
+    # overflows: u_j = exp(x_j - x_r) <= about 1, and z = sum u_j >= 1.
     r = max(logits, key=lambda j: logits[j].value)
-    u = {j: d_exp(model.difference(d[j], m[j], d[r], m[r])) for j, _ in keys}
-    z = d_sum(u[j] for j, _ in keys)
-    weights = [d_div(u[j], z) if j in u else EXACT_ZERO for j in range(S)]
+    delta = {j: model.difference(d[j], m[j], d[r], m[r]) for j, _ in keys}
+    # Keys near r (|delta| < 1) are written u_j = 1 + e_j, e_j = expm1(delta_j)
+    # to full relative accuracy. Sums then split into an exact part (a count,
+    # a plain sum of values) and a small part, so nearly tied keys whose
+    # values cancel do not lose their difference to rounding at 1.
+    near = [j for j, _ in keys if abs(delta[j].value) < 1]
+    far = [j for j, _ in keys if abs(delta[j].value) >= 1]
+    e = {j: d_expm1(delta[j]) for j in near}
+    u = {j: d_exp(delta[j]) for j in far}
+    z_minus_1 = d_add(
+        Approx(Decimal(len(near) - 1), True), d_sum([e[j] for j in near] + [u[j] for j in far])
+    )
+    z = d_add(EXACT_ONE, z_minus_1)
+    weights = []
+    for j in range(S):
+        if j in e:
+            weights.append(d_div(d_add(EXACT_ONE, e[j]), z))
+        elif j in u:
+            weights.append(d_div(u[j], z))
+        else:
+            weights.append(EXACT_ZERO)  # blocked
     v_rows = {j: case.v_row(b, g, j) for j, _ in keys}
+    # Keys with equal (d, m) have equal logits, hence equal weights.
+    groups = {}
+    for j, _ in keys:
+        groups.setdefault((d[j], m[j]), []).append(j)
     out = []
     for t in range(dv):
-        column = [v_rows[j][t] for j, _ in keys]
-        if not all(math.isfinite(x) for x in column):
+        if not all(math.isfinite(v_rows[j][t]) for j, _ in keys):
             out.append(NAN)
             continue
-        # (sum u_j v_j) / z rather than sum w_j v_j: ties stay exact means.
-        total = d_sum(d_mul(u[j], Approx(Decimal(v_rows[j][t]), True)) for j, _ in keys)
-        out.append(d_div(total, z))
-    lse = d_add(logits[r], d_ln(z))
+        mean = common_group_mean(groups.values(), {j: v_rows[j][t] for j, _ in keys})
+        if mean is not None:
+            out.append(d_from_fraction(mean))
+            continue
+        v = {j: Approx(Decimal(v_rows[j][t]), True) for j, _ in keys}
+        # (sum u_j v_j) / z rather than sum w_j v_j: one rounding fewer per key.
+        exact_part = d_sum(v[j] for j in near)
+        small_part = d_sum([d_mul(e[j], v[j]) for j in near] + [d_mul(u[j], v[j]) for j in far])
+        out.append(d_div(d_add(exact_part, small_part), z))
+    lse = d_add(logits[r], d_log1p(z_minus_1))
     return weights, out, lse
+
+
+def common_group_mean(groups, values):
+    """The mean of values shared by every group of equally weighted keys, or None.
+
+    The output is a convex combination of the group means (each group's
+    keys share one weight), so if all group means are one number M the
+    output is exactly M, a rational that may sit on a rounding midpoint.
+    The decimal sum could not show it is exact when the groups' weights
+    differ (they are transcendental), so it is taken here exactly.
+    """
+    means = {sum(Fraction(values[j]) for j in group) / len(group) for group in groups}
+    return means.pop() if len(means) == 1 else None
 
 
 @dataclass
@@ -709,22 +785,29 @@ def significant_string(a):
         return "-inf" if a.value < 0 else "inf"
     if a.value == 0:
         if not a.exact:
-            raise PrecisionInsufficient("precision insufficient: an approximate result is zero")
+            raise PrecisionInsufficient(
+                "precision insufficient: an approximate result is zero (cancellation, or "
+                "a weight below decimal's exponent range)"
+            )
         return "0"
     with decimal.localcontext(decimal_context(OUTPUT_DIGITS)):
         return format(a.value, f".{OUTPUT_DIGITS - 1}E")
 
 
-def compute_checked(case):
+def compute_checked(case, kinds=("out", "lse", "weights")):
     """Results at 120 digits, verified against a 160-digit rerun.
 
-    The 60-digit strings of every result must agree; the difference between
-    the two runs is kept as an error estimate for the midpoint guard.
+    The 60-digit strings of every result of the given kinds must agree
+    (compare needs no weights: a weight too small for decimal's exponent
+    range cannot be written but does not matter there). The difference
+    between the two runs is kept as an error estimate for the midpoint guard.
     """
     low = compute(case, WORKING_DIGITS)
     high = compute(case, CHECK_DIGITS)
     checked = Results([], [], [])
     for (name, lows), (_, highs) in zip(low.items(), high.items()):
+        if name not in kinds:
+            continue
         target = getattr(checked, name)
         for index, (a, b) in enumerate(zip(lows, highs)):
             if significant_string(a) != significant_string(b):
@@ -733,9 +816,10 @@ def compute_checked(case):
                     f"{significant_string(a)} at {WORKING_DIGITS} digits but "
                     f"{significant_string(b)} at {CHECK_DIGITS} digits"
                 )
-            error = Fraction(0)
+            error = Decimal(0)
             if a.value.is_finite() and not a.exact:
-                error = abs(Fraction(a.value) - Fraction(b.value))
+                with decimal.localcontext(decimal_context(2 * CHECK_DIGITS)):
+                    error = abs(a.value - b.value)
             target.append(Approx(a.value, a.exact, error))
     return checked
 
@@ -753,9 +837,17 @@ def round_result(a, fmt):
         if not a.exact:
             raise AmbiguousRounding("approximate zero: sign unknown")
         return 0.0  # an exact zero is +0
+    # Far outside every format's range the rounding is known without
+    # converting to a Fraction (a weight like exp(-1e17) has a huge exponent):
+    # below 1e-330 is under half the smallest float64 subnormal (2.5e-324),
+    # above 1e310 over the float64 overflow threshold (1.8e308).
+    if a.value.adjusted() < -330:
+        return -0.0 if a.value < 0 else 0.0
+    if a.value.adjusted() > 310:
+        return round_fraction(Fraction(-1 if a.value < 0 else 1) * 2**2000, fmt)
     x = Fraction(a.value)
     if not a.exact:
-        tolerance = max(MIDPOINT_GUARD * abs(x), 4 * a.error)
+        tolerance = max(MIDPOINT_GUARD * abs(x), 4 * Fraction(a.error))
         if near_midpoint(x, fmt, tolerance):
             raise AmbiguousRounding(
                 f"{a.value:.30E} is within {float(tolerance):.1e} of a {fmt.name} rounding midpoint"
@@ -778,13 +870,39 @@ def expected_document(results):
     }
 
 
+def check_expected_strings(results, formats=tuple(FORMATS.values())):
+    """Make sure the 60-digit strings can stand in for the values.
+
+    Readers of expected.json (the C++ tests) round each string to a format.
+    That gives the correct rounding unless a value lies within about 1e-60
+    of a midpoint without being on it, or sits on one but needs more than
+    60 digits. Raises AmbiguousRounding (or PrecisionInsufficient) if so,
+    or if a value cannot be rounded with certainty at all.
+    """
+    for name, values in results.items():
+        for index, a in enumerate(values):
+            written = Approx(Decimal(significant_string(a).replace("inf", "Infinity")), True)
+            for fmt in formats:
+                if not same_bits(round_result(a, fmt), round_result(written, fmt)):
+                    raise AmbiguousRounding(
+                        f"{name}[{index}]: its {OUTPUT_DIGITS}-digit string rounds differently "
+                        f"in {fmt.name} from the value itself"
+                    )
+
+
+def save_expected(case_dir, results):
+    """Write expected.json for results that passed check_expected_strings."""
+    with open(os.path.join(case_dir, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump(expected_document(results), f, indent=1)
+        f.write("\n")
+
+
 def write_expected(case_dir):
     """Compute a case and write its expected.json; return the checked results."""
     case = read_case(case_dir)
     results = compute_checked(case)
-    with open(os.path.join(case_dir, "expected.json"), "w", encoding="utf-8") as f:
-        json.dump(expected_document(results), f, indent=1)
-        f.write("\n")
+    check_expected_strings(results)
+    save_expected(case_dir, results)
     return results
 
 
@@ -827,7 +945,7 @@ def cmd_compare(args):
     got = {"out": _read_array(args.ref, "<f8", out_shape)}
     if args.ref_lse is not None:
         got["lse"] = _read_array(args.ref_lse, "<f8", lse_shape)
-    results = compute_checked(case)
+    results = compute_checked(case, kinds=("out", "lse"))
     shapes = {"out": out_shape, "lse": lse_shape}
     counts, mismatches = {}, []
     for name, values in got.items():
@@ -916,7 +1034,7 @@ def midpoint_values(rng, fmt, n):
         share = [ulps // (n - 1) + (1 if t < ulps % (n - 1) else 0) for t in range(n - 1)]
         values = [pow2(e) - ulp / 2] + [a + c * ulp for c in share]
     mean = sum(values) / n
-    assert mean == a + ulp / 2 and round_fraction(mean, fmt) != float(mean)
+    assert mean == a + ulp / 2 and Fraction(round_fraction(mean, fmt)) != mean
     sign = rng.choice([1, -1])
     values = [float(sign * x) for x in values]
     assert all(is_representable(x, fmt) for x in values)
@@ -977,7 +1095,6 @@ def random_case(rng, plan, seed, index):
             k += [small_value(rng, fmt) for _ in range(S * dk)]
             v += [small_value(rng, fmt) for _ in range(S * dv)]
     mask = None if plan["mask"] is None else _random_mask(rng, plan, sizes)
-    covers = [f"{name}={value}" for name, value in plan.items()]
     meta = dict(sizes)
     meta.update({
         "dtype": fmt.name,
@@ -985,24 +1102,52 @@ def random_case(rng, plan, seed, index):
         "softcap": None if plan["softcap"] is None else rng.choice(SOFTCAPS),
         "causal": plan["causal"],
         "mask": plan["mask"],
-        "provenance": {"generator": "scripts/independent_reference.py random", "seed": seed,
-                       "index": index, "covers": covers},
     })
+    poisoned = _poison_unread_keys(meta, k, v, mask)
+    covers = [f"{name}={value}" for name, value in plan.items()] + [f"nan_in_blocked_keys={poisoned}"]
+    meta["provenance"] = {"generator": "scripts/independent_reference.py random", "seed": seed,
+                          "index": index, "covers": covers}
     return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask
 
 
+def _poison_unread_keys(meta, k, v, mask):
+    """Put NaN into keys and values that no row can see; return how many.
+
+    SPEC.md 2.3: blocked keys and values are never read, so NaN there must
+    not reach any result (the 0 * NaN leak of pytorch#101967).
+    """
+    case = Case(path=None, dtype=meta["dtype"], batch=meta["batch"], q_heads=meta["q_heads"],
+                kv_heads=meta["kv_heads"], q_len=meta["q_len"], kv_len=meta["kv_len"],
+                d_k=meta["d_k"], d_v=meta["d_v"], scale=None, softcap=None, causal=meta["causal"],
+                mask_kind=meta["mask"], q=[], k=k, v=v, mask=None if mask is None else mask[1],
+                mask_shape=None if mask is None else mask[0])
+    group = case.q_heads // case.kv_heads
+    seen = {(b, h // group, j) for b in range(case.batch) for h in range(case.q_heads)
+            for i in range(case.q_len) for j, _ in visible_keys(case, b, h, i)}
+    count = 0
+    for b in range(case.batch):
+        for g in range(case.kv_heads):
+            for j in range(case.kv_len):
+                if (b, g, j) not in seen:
+                    start_k = ((b * case.kv_heads + g) * case.kv_len + j) * case.d_k
+                    start_v = ((b * case.kv_heads + g) * case.kv_len + j) * case.d_v
+                    k[start_k:start_k + case.d_k] = [math.nan] * case.d_k
+                    v[start_v:start_v + case.d_v] = [math.nan] * case.d_v
+                    count += 1
+    return count
+
+
 def decidable_everywhere(case):
-    """Whether compare can round every result of the case to every format."""
+    """Results of a case whose every value (and string) rounds with certainty to every format."""
     results = compute_checked(case)
-    for fmt in FORMATS.values():
-        for a in results.out + results.lse:
-            round_result(a, fmt)
+    check_expected_strings(results)
     return results
 
 
 def cmd_random(args):
     start = time.perf_counter()
     tally = {name: {} for name in RANDOM_FEATURES}
+    observed, redraws = {}, 0
     for index in range(args.count):
         plan = feature_plan(args.seed, index)
         rng = random.Random(f"attnspec-random/{args.seed}/case/{index}")
@@ -1016,19 +1161,48 @@ def cmd_random(args):
                 continue  # redraw: this case would make compare refuse
         else:
             raise RuntimeError(f"{case_dir}: no decidable draw in 50 attempts")
-        with open(os.path.join(case_dir, "expected.json"), "w", encoding="utf-8") as f:
-            json.dump(expected_document(results), f, indent=1)
-            f.write("\n")
+        save_expected(case_dir, results)
         for name, value in plan.items():
             tally[name][str(value)] = tally[name].get(str(value), 0) + 1
-    print(f"random: wrote {args.count} cases to {args.out_dir} in {time.perf_counter() - start:.2f} s")
+        for name, n in observed_features(case, results).items():
+            observed[name] = observed.get(name, 0) + n
+        redraws += attempt
+    print(f"random: wrote {args.count} cases to {args.out_dir} in {time.perf_counter() - start:.2f} s "
+          f"({redraws} undecidable draws replaced)")
+    print("planned features (cases):")
     for name, counts in tally.items():
-        print(f"  {name}: " + ", ".join(f"{value} x{n}" for value, n in counts.items()))
+        print(f"  {name}: " + ", ".join(f"{value} x{n}" for value, n in sorted(counts.items())))
+    print("observed: " + ", ".join(f"{name} {n}" for name, n in observed.items()))
     return 0
 
 
-# ---------------------------------------------------------------------------
-# Command line
+def observed_features(case, results):
+    """What a generated case actually exercises, counted in cases, rows or values."""
+    fmt = FORMATS[case.dtype]
+    S = case.kv_len
+    row_weights = [results.weights[r * S:(r + 1) * S] for r in range(len(results.lse))]
+    tied_rows = 0
+    for weights in row_weights:
+        visible = [w.value for w in weights if not w.is_exact_zero()]
+        if len(visible) >= 2 and all(x.is_finite() for x in visible) and len(set(visible)) == 1:
+            tied_rows += 1
+    midpoints = 0
+    for a in results.out:
+        if a.exact and a.value.is_finite() and a.value != 0:
+            x = Fraction(a.value)
+            if Fraction(round_fraction(x, fmt)) != x and near_midpoint(x, fmt, Fraction(0)):
+                midpoints += 1
+    return {
+        "GQA cases": int(case.q_heads > case.kv_heads),
+        "L<S cases": int(case.q_len < case.kv_len),
+        "L>S cases": int(case.q_len > case.kv_len),
+        "d_v!=d_k cases": int(case.d_v != case.d_k),
+        "rows": len(results.lse),
+        "fully masked rows": sum(1 for a in results.lse if a.value.is_infinite()),
+        "rows with tied weights": tied_rows,
+        "outputs exactly on a midpoint": midpoints,
+        "NaN-poisoned unread keys": sum(1 for x in case.k[::case.d_k] if math.isnan(x)),
+    }
 
 
 def build_parser():
@@ -1055,9 +1229,10 @@ def build_parser():
         description="Round this script's results to FORMAT and compare them bit for bit with the "
                     "C++ reference's ref.npy (<f8, [B,Hq,L,d_v]) and optionally ref_lse.npy "
                     "(<f8, [B,Hq,L]). NaN equals NaN; +0 and -0 differ. Prints one summary "
-                    "line; on mismatch also the first 5 differences, and exits 1.",
+                    "line; on mismatch also the first 5 differences, and exits 1. Exits 3 if "
+                    "a value cannot be rounded with certainty from 120 digits.",
     )
-    p.add_argument("case_dir", metavar="CASE_DIR")
+    p.add_argument("case_dir", metavar="CASE_DIR", help="the attnspec-case/1 directory the reference ran on")
     p.add_argument("--format", required=True, choices=list(FORMATS), help="target number format")
     p.add_argument("--ref", required=True, metavar="FILE", help="the reference output, <f8 [B,Hq,L,d_v]")
     p.add_argument("--ref-lse", metavar="FILE", help="the reference lse, <f8 [B,Hq,L]")
@@ -1067,13 +1242,14 @@ def build_parser():
         "random", help="write random small cases covering every feature",
         description="Write N case directories OUT_DIR/case_000 ... with expected.json, covering "
                     "every dtype, GQA, L != S, d_v != d_k, scale, softcap, both causal kinds, "
-                    "bool and additive masks (broadcast and full), fully masked rows, and tied "
-                    "keys whose value means are rounding midpoints. Every case is checked to be "
-                    "decidable in every format. Case i depends only on (seed, i).",
+                    "bool and additive masks (broadcast and full), fully masked rows, NaN in "
+                    "keys no row can see, and tied keys whose value means are rounding "
+                    "midpoints. Every case is checked to be decidable in every format. Case i "
+                    "depends only on (seed, i); any N >= 12 covers every feature.",
     )
-    p.add_argument("out_dir", metavar="OUT_DIR")
-    p.add_argument("--count", type=int, required=True, metavar="N")
-    p.add_argument("--seed", type=int, required=True, metavar="S")
+    p.add_argument("out_dir", metavar="OUT_DIR", help="folder for case_000, case_001, ...")
+    p.add_argument("--count", type=int, required=True, metavar="N", help="number of cases")
+    p.add_argument("--seed", type=int, required=True, metavar="S", help="random seed")
     p.set_defaults(func=cmd_random)
     return parser
 

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""Write the golden attnspec cases under cases/golden/ (standard library only).
+
+Why this file exists: the golden cases are small, hand-made problems, each
+aimed at one rule of spec/SPEC.md section 2 (the seed examples, GQA head
+mapping, both causal alignments, fully masked rows, NaN in blocked keys,
+softcap order, additive masks, explicit scale, rounding ties, narrow input
+formats). Every case gets an expected.json computed by
+scripts/independent_reference.py, and this script asserts the properties
+the case is meant to show (seed values to 4 or 3 decimals, exact 1/n
+weights, ties rounding to even, ...), so a wrong case cannot be written
+silently.
+
+Usage: python3 scripts/make_golden_cases.py [--out DIR]   (default cases/golden)
+"""
+
+import argparse
+import dataclasses
+import decimal
+import math
+import os
+import sys
+import time
+from decimal import Decimal
+from fractions import Fraction
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import independent_reference as ir  # noqa: E402  (same folder)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GENERATOR = "scripts/make_golden_cases.py"
+NAN = math.nan
+INF = math.inf
+
+
+def tensor(nested):
+    """A nested list as (shape, flat values in C order)."""
+    shape = []
+    level = nested
+    while isinstance(level, list):
+        shape.append(len(level))
+        level = level[0]
+
+    def flatten(x):
+        return [y for item in x for y in flatten(item)] if isinstance(x, list) else [x]
+
+    flat = flatten(nested)
+    assert len(flat) == ir.shape_size(shape), "ragged nested list"
+    return tuple(shape), flat
+
+
+def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mask=None, source=None):
+    """case.json fields; sizes are read off the arrays' shapes."""
+    (B, Hq, L, dk), (_, Hkv, S, _), (_, _, _, dv) = q[0], k[0], v[0]
+    provenance = {"generator": GENERATOR, "checks": checks}
+    if source:
+        provenance["source"] = source
+    return {
+        "dtype": dtype, "batch": B, "q_heads": Hq, "kv_heads": Hkv, "q_len": L, "kv_len": S,
+        "d_k": dk, "d_v": dv, "scale": scale, "softcap": softcap, "causal": causal,
+        "mask": mask, "provenance": provenance,
+    }
+
+
+def values(results, name):
+    """Results of one kind as floats (NaN, infinities included)."""
+    return [float(a.value) for a in getattr(results, name)]
+
+
+def assert_close(got, want, places, what):
+    for g, w in zip(got, want, strict=True):
+        assert round(g, places) == round(w, places), f"{what}: {got} != {want} to {places} decimals"
+
+
+def rounded(results, name, fmt):
+    return [ir.round_result(a, ir.FORMATS[fmt]) for a in getattr(results, name)]
+
+
+# ---------------------------------------------------------------------------
+# The cases. Each function returns (meta, q, k, v, mask, check); check(results,
+# case) asserts what the case is meant to show.
+
+
+def seed_matrix():
+    q = tensor([[[[1.0, 0, 1, 0], [0, 1, 0, 1]]]])
+    k = tensor([[[[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]]])
+    v = tensor([[[[1.0, 2, 3], [4, 5, 6], [7, 8, 9]]]])
+
+    def check(results, case):
+        # The worked example of the seed, printed to 4 decimals there.
+        assert_close(values(results, "weights"), [0.5065, 0.1863, 0.3072, 0.1863, 0.5065, 0.3072], 4, "weights")
+        assert_close(values(results, "out"), [3.4021, 4.4021, 5.4021, 4.3626, 5.3626, 6.3626], 4, "out")
+
+    meta = make_meta("float64", q, k, v, source="shared/seeds/001",
+                     checks="default scale 1/sqrt(d_k) with d_k = 4 (the head width, not a model width); "
+                            "weights [[0.5065,0.1863,0.3072],[0.1863,0.5065,0.3072]] and output "
+                            "[[3.4021,4.4021,5.4021],[4.3626,5.3626,6.3626]] of the seed to 4 decimals")
+    return meta, q, k, v, None, check
+
+
+def seed_two_keys():
+    q = tensor([[[[1.0, 2.0]]]])
+    k = tensor([[[[1.0, 0.0], [0.0, 1.0]]]])
+    v = tensor([[[[1.0, 0.0], [0.0, 1.0]]]])
+
+    def check(results, case):
+        # Logits 1/sqrt(2) and 2/sqrt(2); the seed gives weights (0.330, 0.670).
+        assert_close(values(results, "weights"), [0.330, 0.670], 3, "weights")
+        assert values(results, "out") == values(results, "weights"), "V = I: output equals weights"
+
+    meta = make_meta("float64", q, k, v, source="shared/seeds/003",
+                     checks="irrational default scale 1/sqrt(2): logits 0.707 and 1.414, weights "
+                            "(0.330, 0.670) to 3 decimals; V = identity so the output equals the weights")
+    return meta, q, k, v, None, check
+
+
+def seed_zero_query():
+    q = tensor([[[[0.0, 0.0, 0.0]]]])
+    k = tensor([[[[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0], [4.0, -2.0, 0.25]]]])
+    v = tensor([[[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]])
+
+    def check(results, case):
+        with decimal.localcontext(ir.decimal_context(100)):
+            third = ir.significant_string(ir.Approx(Decimal(1) / Decimal(3), False))
+            ln3 = ir.significant_string(ir.Approx(Decimal(3).ln(), False))
+        for name in ("weights", "out"):
+            assert [ir.significant_string(a) for a in getattr(results, name)] == [third] * 3, name
+        assert ir.significant_string(results.lse[0]) == ln3, "lse = log 3"
+
+    meta = make_meta("float64", q, k, v, source="shared/seeds/003",
+                     checks="a zero query gives equal logits (0) for distinct keys: weights exactly 1/3, "
+                            "output 1/3 each (V = identity), lse = log 3")
+    return meta, q, k, v, None, check
+
+
+def gqa():
+    q = tensor([[
+        [[1.0, 0.0], [0.0, 1.0]],
+        [[2.0, -1.0], [0.5, 0.5]],
+        [[-1.0, 1.0], [1.0, 2.0]],
+        [[0.0, -2.0], [1.5, -0.5]],
+    ]])
+    k = tensor([[
+        [[1.0, 2.0], [-1.0, 0.5], [0.0, 1.0]],
+        [[2.0, -1.0], [0.25, 0.0], [-2.0, -2.0]],
+    ]])
+    v = tensor([[
+        [[1.0, -1.0], [2.0, 0.5], [-3.0, 4.0]],
+        [[0.0, 8.0], [-5.0, 1.0], [6.0, -2.0]],
+    ]])
+
+    def check(results, case):
+        # Query head h must read kv head h // 2 (repeat_interleave), not h % 2
+        # (np.tile, the ONNX bug): rebuild both with Hkv = Hq and compare.
+        def with_kv_heads(order):
+            nk, nv = case.kv_len * case.d_k, case.kv_len * case.d_v
+            wide_k = [x for g in order for x in case.k[g * nk:(g + 1) * nk]]
+            wide_v = [x for g in order for x in case.v[g * nv:(g + 1) * nv]]
+            wide = dataclasses.replace(case, kv_heads=4, k=wide_k, v=wide_v)
+            return ir.compute(wide, ir.WORKING_DIGITS)
+        right, wrong = with_kv_heads([0, 0, 1, 1]), with_kv_heads([0, 1, 0, 1])
+        assert [a.value for a in right.out] == [a.value for a in results.out], "h // (Hq/Hkv)"
+        assert [a.value for a in wrong.out] != [a.value for a in results.out], "h % Hkv must differ"
+
+    meta = make_meta("float32", q, k, v,
+                     checks="GQA with Hq = 4, Hkv = 2: query head h reads kv head h // 2 "
+                            "(heads 0,1 -> 0; 2,3 -> 1); the h % Hkv mapping gives different outputs")
+    return meta, q, k, v, None, check
+
+
+def causal_inputs(L, S):
+    q = tensor([[[[0.5 * i - 1.0, 1.0 - 0.25 * i] for i in range(L)]]])
+    k = tensor([[[[1.0 + j, -0.5 * j] for j in range(S)]]])
+    v = tensor([[[[float(j), 2.0 - j] for j in range(S)]]])
+    return q, k, v
+
+
+def visible_counts(results, S):
+    w = values(results, "weights")
+    return [sum(1 for x in w[i:i + S] if x != 0) for i in range(0, len(w), S)]
+
+
+def causal_top_left():
+    q, k, v = causal_inputs(3, 5)
+
+    def check(results, case):
+        assert visible_counts(results, 5) == [1, 2, 3], "top_left: key j visible iff j <= i"
+        assert ir.significant_string(results.weights[0]) == "1." + "0" * 59 + "E+0"
+
+    meta = make_meta("float32", q, k, v, causal="top_left",
+                     checks="causal top_left with L = 3 < S = 5: row i sees keys j <= i "
+                            "(1, 2, 3 keys); row 0 has weight exactly 1 on key 0")
+    return meta, q, k, v, None, check
+
+
+def causal_bottom_right():
+    q, k, v = causal_inputs(3, 5)
+
+    def check(results, case):
+        assert visible_counts(results, 5) == [3, 4, 5], "bottom_right: j <= i + S - L"
+
+    meta = make_meta("float32", q, k, v, causal="bottom_right",
+                     checks="causal bottom_right with L = 3 < S = 5: row i sees keys j <= i + 2 "
+                            "(3, 4, 5 keys); same inputs as causal_top_left")
+    return meta, q, k, v, None, check
+
+
+def causal_bottom_right_long_q():
+    q, k, v = causal_inputs(5, 3)
+
+    def check(results, case):
+        assert visible_counts(results, 3) == [0, 0, 1, 2, 3], "bottom_right with L > S"
+        assert values(results, "lse")[:2] == [-INF, -INF], "fully masked rows: lse -inf"
+        assert all(a.is_exact_zero() for a in results.out[:4]), "fully masked rows: output 0"
+
+    meta = make_meta("float32", q, k, v, causal="bottom_right",
+                     checks="causal bottom_right with L = 5 > S = 3: rows 0 and 1 see no key "
+                            "(output exactly 0, lse -inf, weights 0); row i >= 2 sees j <= i - 2")
+    return meta, q, k, v, None, check
+
+
+def dv_ne_dk():
+    q = tensor([[[[1.0, -0.5, 2.0], [0.25, 1.5, -1.0]]]])
+    k = tensor([[[[0.5, 1.0, -1.0], [2.0, 0.0, 0.5], [-1.5, 1.0, 1.0], [1.0, 1.0, 1.0]]]])
+    v = tensor([[[[1.0, 2.0, 3.0, 4.0, 5.0], [-1.0, 0.5, 0.0, 2.0, -3.0],
+                  [4.0, -4.0, 1.0, 0.25, 0.0], [0.0, 1.0, -2.0, 3.0, 1.0]]]])
+
+    def check(results, case):
+        assert len(results.out) == 2 * 5 and len(results.weights) == 2 * 4
+
+    meta = make_meta("float64", q, k, v,
+                     checks="d_k = 3 != d_v = 5: output rows have 5 values; default scale "
+                            "1/sqrt(3) uses d_k")
+    return meta, q, k, v, None, check
+
+
+def fully_masked_row():
+    # Key 3 is blocked for every row, so its NaN and infinities must not reach
+    # any result (0 * NaN = NaN is the classic leak).
+    q = tensor([[[[1.0, 2.0], [-1.0, 0.5], [0.25, -2.0]],
+                 [[0.5, 0.5], [3.0, 1.0], [-0.5, 1.5]]]])
+    k = tensor([[[[1.0, -1.0], [2.0, 0.5], [-1.0, 1.0], [NAN, NAN]]]])
+    v = tensor([[[[1.0, 0.0, -1.0], [2.0, 4.0, 0.5], [-3.0, 1.0, 2.0], [NAN, INF, -INF]]]])
+    mask = tensor([[[[True, True, False, False],
+                     [False, False, False, False],
+                     [True, False, True, False]]]])
+
+    def check(results, case):
+        for name in ("out", "weights", "lse"):
+            assert not any(math.isnan(x) for x in values(results, name)), f"NaN leaked into {name}"
+        lse = values(results, "lse")  # [head 0 rows 0-2, head 1 rows 0-2]
+        assert [x == -INF for x in lse] == [False, True, False] * 2, "only row 1 is fully masked"
+        assert all(a.is_exact_zero() for h in range(2) for a in results.out[h * 9 + 3:h * 9 + 6])
+
+    meta = make_meta("float32", q, k, v, mask="bool",
+                     checks="bool mask [1,1,L,S] broadcast over 2 heads; row 1 all false: output "
+                            "exactly 0, weights 0, lse -inf; key 3 (blocked in every row) holds NaN "
+                            "in k and NaN/+inf/-inf in v, which must not leak into any result")
+    return meta, q, k, v, mask, check
+
+
+def softcap():
+    # Row 0: q.k = 36, 40, 37, logits about 25-28 before the cap; the cap 2
+    # saturates them to 2 - O(1e-11), so the weights are 1/3 to 10 digits.
+    # Row 1: small logits, where the cap bends but does not saturate.
+    q = tensor([[[[4.0, 5.0], [0.5, -0.25]]]])
+    k = tensor([[[[4.0, 4.0], [5.0, 4.0], [3.0, 5.0]]]])
+    v = tensor([[[[1.0, -2.0], [3.0, 0.5], [-1.5, 4.0]]]])
+
+    def check(results, case):
+        w = values(results, "weights")
+        assert all(abs(x - 1 / 3) < 1e-9 for x in w[:3]), "saturated softcap: near-uniform weights"
+        assert len(set(ir.significant_string(a) for a in results.weights[:3])) == 3, "yet not equal"
+        # Without the cap, key 1 would take almost all the weight of row 0.
+        uncapped = ir.compute(dataclasses.replace(case, softcap=None), ir.WORKING_DIGITS)
+        assert float(uncapped.weights[1].value) > 0.8
+
+    meta = make_meta("float32", q, k, v, softcap=2.0,
+                     checks="softcap 2 after the scale: row 0 has q.k about 40 (scaled logits 25-28) "
+                            "capped to just under 2, so its weights are 1/3 to about 1e-11 (uncapped, "
+                            "key 1 would take 0.85); row 1 has small logits where the cap bends")
+    return meta, q, k, v, None, check
+
+
+def additive_mask():
+    q = tensor([[[[1.0, 0.5], [-1.0, 2.0]], [[0.25, -1.0], [2.0, 2.0]]],
+                [[[0.0, 1.0], [1.5, -0.5]], [[-2.0, 0.5], [1.0, 1.0]]]])
+    k = tensor([[[[1.0, -1.0], [0.5, 2.0], [-1.0, 0.0]], [[2.0, 1.0], [0.0, -0.5], [1.0, 1.0]]],
+                [[[-0.5, 0.5], [1.0, 1.0], [2.0, -2.0]], [[0.0, 0.0], [1.0, -1.0], [-1.5, 0.5]]]])
+    v = tensor([[[[1.0, 2.0], [3.0, -1.0], [0.0, 5.0]], [[-2.0, 1.0], [4.0, 0.0], [1.0, 1.0]]],
+                [[[0.5, 0.5], [-1.0, 2.0], [2.0, -3.0]], [[1.0, 0.0], [0.0, 1.0], [3.0, 3.0]]]])
+    mask = tensor([[[[0.0, -1.5, -INF], [0.25, -INF, 0.0]]]])
+
+    def check(results, case):
+        w = values(results, "weights")
+        for row in range(8):  # 2 batches x 2 heads x 2 rows, mask broadcast
+            blocked = 2 if row % 2 == 0 else 1
+            assert w[row * 3 + blocked] == 0 and all(w[row * 3 + j] > 0 for j in range(3) if j != blocked)
+
+    meta = make_meta("float64", q, k, v, mask="additive",
+                     checks="additive mask of shape [1,1,L,S] broadcast over B = 2 and Hq = 2, "
+                            "added after the scale: finite values (-1.5, 0.25, 0) shift logits, "
+                            "-inf blocks the key")
+    return meta, q, k, v, mask, check
+
+
+def explicit_scale():
+    q = tensor([[[[1.0, 2.0, -1.0, 0.5], [4.0, 0.0, 2.0, -2.0]]]])
+    k = tensor([[[[1.0, 1.0, 1.0, 1.0], [-2.0, 0.5, 3.0, 1.0], [0.0, 4.0, -1.0, 2.0]]]])
+    v = tensor([[[[1.0, -1.0], [0.5, 2.0], [-3.0, 0.25]]]])
+
+    def check(results, case):
+        default = ir.compute(dataclasses.replace(case, scale=None), ir.WORKING_DIGITS)
+        assert default.weights[0].value != results.weights[0].value, "0.125 != 1/sqrt(4)"
+
+    meta = make_meta("float64", q, k, v, scale=0.125,
+                     checks="explicit scale 0.125 replaces the default 1/sqrt(d_k) = 0.5 (d_k = 4)")
+    return meta, q, k, v, None, check
+
+
+def midpoint_tie():
+    # Two identical keys: weights exactly 1/2, output the exact mean of V.
+    # 1 + 2^-24 lies halfway between 1 and 1 + 2^-23 (float32): ties to even
+    # give 1. 1 + 3*2^-24 lies halfway between 1 + 2^-23 (odd) and 1 + 2^-22
+    # (even): up to 1 + 2^-22. The third column is the first, negated.
+    ulp = 2.0**-23
+    q = tensor([[[[0.5, -1.0], [3.0, 0.25]]]])
+    k = tensor([[[[1.0, 2.0], [1.0, 2.0]]]])
+    v = tensor([[[[1.0, 1.0 + ulp, -1.0], [1.0 + ulp, 1.0 + 2 * ulp, -(1.0 + ulp)]]]])
+
+    def check(results, case):
+        assert all(ir.significant_string(a) == "5." + "0" * 59 + "E-1" for a in results.weights)
+        assert all(a.exact for a in results.out), "tie means are exact"
+        want = [1.0, 1.0 + 2 * ulp, -1.0] * 2
+        assert rounded(results, "out", "float32") == want, "ties to even"
+        assert [float(a.value) for a in results.out] == [1 + ulp / 2, 1 + 1.5 * ulp, -(1 + ulp / 2)] * 2
+
+    meta = make_meta("float32", q, k, v,
+                     checks="identical keys give weights exactly 1/2; outputs are exact float32 "
+                            "midpoints 1+2^-24 (ties to even: 1), 1+3*2^-24 (up to 1+2^-22) and "
+                            "-(1+2^-24) (-1); a reference that is not correctly rounded misses them")
+    return meta, q, k, v, None, check
+
+
+def bfloat16_inputs():
+    q = tensor([[[[1.5, -2.25], [0.1015625, 3.0]], [[-0.375, 1.0078125], [2.0, -1.0]]]])
+    k = tensor([[[[1.0078125, 0.5], [-3.0, 1.25], [100.0, -0.0078125]]]])
+    v = tensor([[[[1.5, -2.25], [255.0, 0.1015625], [-1.0078125, 6.0]]]])
+
+    def check(results, case):
+        fmt = ir.FORMATS["bfloat16"]
+        assert all(ir.is_representable(x, fmt) for x in case.q + case.k + case.v)
+        assert not ir.is_representable(1.00390625, fmt)  # 1 + 2^-8 needs 9 bits
+
+    meta = make_meta("bfloat16", q, k, v,
+                     checks="bfloat16 inputs (8-bit significands such as 1+2^-7, 255, 13/128) with "
+                            "GQA Hq = 2, Hkv = 1; results rounded to bfloat16")
+    return meta, q, k, v, None, check
+
+
+def float8_e4m3fn_inputs():
+    q = tensor([[[[1.125, -0.875, 0.25], [3.5, 0.015625, -6.0]]]])
+    k = tensor([[[[0.5, 1.0, -1.0], [-0.875, 2.5, 1.125], [2.0, -0.25, 0.5]]]])
+    v = tensor([[[[448.0, -1.125], [-448.0, 0.0625], [2.5, 240.0]]]])
+
+    def check(results, case):
+        fmt = ir.FORMATS["float8_e4m3fn"]
+        assert all(ir.is_representable(x, fmt) for x in case.q + case.k + case.v)
+        assert not ir.is_representable(1.0625, fmt)  # 1 + 2^-4 needs 5 bits
+
+    meta = make_meta("float8_e4m3fn", q, k, v,
+                     checks="float8_e4m3fn inputs including the largest value +-448 in V; "
+                            "results rounded to e4m3fn (no infinity, overflow is NaN)")
+    return meta, q, k, v, None, check
+
+
+def single_key():
+    q = tensor([[[[1.0, -2.0, 0.5], [3.0, 0.25, 4.0]], [[-1.0, -1.0, 2.0], [0.0, 0.0, 0.0]]]])
+    k = tensor([[[[2.0, 0.5, -3.0]]]])
+    v = tensor([[[[1.5, -7.0]]]])
+
+    def check(results, case):
+        assert all(a.exact and a.value == 1 for a in results.weights), "weight exactly 1"
+        assert all(a.exact for a in results.out + results.lse), "output and lse are exact"
+        logits = [Fraction(1, 2) * ir.exact_dot(case.q[r * 3:r * 3 + 3], case.k) for r in range(4)]
+        assert [Fraction(a.value) for a in results.lse] == logits, "lse equals the logit"
+        assert values(results, "out") == [1.5, -7.0] * 4, "output equals V"
+
+    meta = make_meta("float64", q, k, v, scale=0.5,
+                     checks="S = 1 with explicit scale 0.5: weight exactly 1, output equals V, lse "
+                            "equals the logit 0.5*q.k exactly (including a zero query: lse 0)")
+    return meta, q, k, v, None, check
+
+
+CASES = [
+    seed_matrix, seed_two_keys, seed_zero_query, gqa, causal_top_left, causal_bottom_right,
+    causal_bottom_right_long_q, dv_ne_dk, fully_masked_row, softcap, additive_mask,
+    explicit_scale, midpoint_tie, bfloat16_inputs, float8_e4m3fn_inputs, single_key,
+]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=os.path.join(REPO, "cases", "golden"), help="output folder")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    for build in CASES:
+        name = build.__name__
+        case_start = time.perf_counter()
+        meta, q, k, v, mask, check = build()
+        case_dir = os.path.join(args.out, name)
+        ir.write_case(case_dir, meta, q, k, v, mask)
+        results = ir.write_expected(case_dir)
+        check(results, ir.read_case(case_dir))
+        print(f"{name}: ok ({time.perf_counter() - case_start:.2f} s)")
+    print(f"wrote {len(CASES)} golden cases to {args.out} in {time.perf_counter() - start:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

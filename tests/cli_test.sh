@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `attnspec` command line: help texts, exit
+# statuses, error messages that name file and field, and that bad input
+# leaves nothing written.
+# Usage: tests/cli_test.sh SOURCE_DIR   (env: ATTNSPEC, PYTHON)
+set -uo pipefail
+source_dir="$1"
+python="${PYTHON:-python3}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+check() {  # check NAME CONDITION...
+  local name="$1"
+  shift
+  if "$@"; then passed=$((passed + 1)); else echo "FAIL: $name"; failed=$((failed + 1)); fi
+}
+run() {  # run EXPECTED_STATUS ARGS... ; output in $work/out.txt
+  local expected="$1"
+  shift
+  "$ATTNSPEC" "$@" >"$work/out.txt" 2>&1
+  local status=$?
+  [ "$status" -eq "$expected" ] || { echo "  attnspec $*: exit $status, expected $expected"; cat "$work/out.txt"; return 1; }
+}
+says() { grep -q -- "$1" "$work/out.txt" || { echo "  output lacks '$1':"; cat "$work/out.txt"; return 1; }; }
+absent() { for f in "$@"; do [ ! -e "$f" ] || { echo "  $f was written"; return 1; }; done; }
+npy_shape() { "$python" -c "import sys; sys.path.insert(0, '$source_dir/scripts'); import independent_reference as r; print(list(r.read_npy('$1')[1]))"; }
+
+cp -r "$source_dir/cases/golden/gqa" "$work/good"
+cp -r "$source_dir/cases/golden/seed_matrix" "$work/second"
+
+check "help lists the reference command" run 0 --help
+check "help text" says "reference"
+check "reference help" run 0 reference --help
+check "reference help names --format" says "--format"
+check "no command is a usage error" run 2
+check "unknown command" run 2 frobnicate
+
+check "good case" run 0 reference "$work/good"
+check "summary line" says "expected.json: .* agree"
+check "ref.npy shape" test "$(npy_shape "$work/good/ref.npy")" = "[1, 4, 2, 2]"
+check "ref_lse.npy shape" test "$(npy_shape "$work/good/ref_lse.npy")" = "[1, 4, 2]"
+check "--out and --weights" run 0 reference "$work/good" --out "$work/custom.npy" --weights --format float16
+check "--out writes FILE and FILE_lse" test -f "$work/custom.npy" -a -f "$work/custom_lse.npy" -a -f "$work/custom_weights.npy"
+check "weights shape" test "$(npy_shape "$work/custom_weights.npy")" = "[1, 4, 2, 3]"
+
+check "unknown format" run 2 reference "$work/second" --format float7
+check "unknown format message" says "float7"
+check "--out with two cases" run 2 reference "$work/second" "$work/good" --out "$work/x.npy"
+check "missing directory" run 2 reference "$work/nowhere"
+
+# A bad case among good ones: status 2, the file and field named, nothing written.
+rm -f "$work"/good/ref*.npy
+cp -r "$source_dir/cases/golden/gqa" "$work/bad"
+sed -i 's/"kv_heads": 2/"kv_heads": 3/' "$work/bad/case.json"
+check "bad case" run 2 reference "$work/good" "$work/bad"
+check "bad case names file and field" says "bad/case.json: field 'q_heads'"
+check "nothing written on bad input" absent "$work/good/ref.npy" "$work/bad/ref.npy"
+cp -r "$source_dir/cases/golden/gqa" "$work/bad2"
+"$python" -c "
+import sys; sys.path.insert(0, '$source_dir/scripts'); import independent_reference as r
+d, shape, v = r.read_npy('$work/bad2/q.npy'); v = list(v); v[0] = 0.1
+r.write_npy('$work/bad2/q.npy', '<f8', shape, v)"
+check "unrepresentable value" run 2 reference "$work/bad2"
+check "unrepresentable value message" says "q.npy: field 'values': value 0.1"
+
+# A wrong expected value is reported and gives status 1.
+cp -r "$source_dir/cases/golden/seed_matrix" "$work/wrong"
+"$python" -c "
+import json; p = '$work/wrong/expected.json'; e = json.load(open(p)); e['out'][0] = '3.5'; json.dump(e, open(p, 'w'))"
+check "mismatch with expected.json" run 1 reference "$work/wrong"
+check "mismatch message" says "FIRST MISMATCH out\[0\]"
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the built attnspec into a scratch prefix, builds the downstream
+# project against it with find_package(attnspec), and runs it.
+# Usage: run.sh SOURCE_DIR BUILD_DIR WORK_DIR
+set -euo pipefail
+source_dir="$1" build_dir="$2" work="$3"
+rm -rf "$work"
+cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+cmake -S "$source_dir/tests/downstream" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" >"$work.log" 2>&1 ||
+  { cat "$work.log"; exit 1; }
+cmake --build "$work/build" >>"$work.log" 2>&1 || { cat "$work.log"; exit 1; }
+output="$("$work/build/downstream")"
+echo "downstream: $output"
+# bfloat16 of the weights 0.3302 and 0.6698: 169 and 171 units of 2^-9 and 2^-8
+[ "$output" = "0.330078 0.667969" ]
