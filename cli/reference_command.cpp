@@ -140,11 +140,14 @@ int run_reference(const ReferenceArgs& args) {
 Command add_reference_command(CLI::App& app) {
   auto args = std::make_shared<ReferenceArgs>();
   CLI::App* sub = app.add_subcommand(
-      "reference",
-      "Certified reference: for each case directory, write ref.npy [B,Hq,L,dv] and ref_lse.npy [B,Hq,L]\n"
-      "(float64 arrays holding the correctly rounded values in --format) and print a one-line summary.\n"
-      "A case with expected.json (golden cases) is also compared with it, bit for bit; a mismatch\n"
-      "gives exit status 1. Bad input gives exit status 2 and writes nothing.");
+      "reference", "Certified reference: correctly rounded outputs and lse of case directories");
+  sub->footer(
+      "For each case directory, writes ref.npy [B,Hq,L,dv] and ref_lse.npy [B,Hq,L]: float64 arrays\n"
+      "holding the correctly rounded values, in --format, of the exact attention result (spec/SPEC.md\n"
+      "section 5), and prints a one-line summary. A case with expected.json (the golden cases) is also\n"
+      "compared with it bit for bit; a mismatch gives exit status 1. Bad input gives exit status 2,\n"
+      "with the file and field named, and writes nothing.\n\n"
+      "Example: attnspec reference cases/golden/seed_matrix --format bfloat16 --out-dir /tmp/ref");
   sub->add_option("CASE_DIR", args->case_dirs, "attnspec-case/1 directories (spec/SPEC.md section 4)")
       ->required()
       ->check(CLI::ExistingDirectory);
