@@ -24,6 +24,8 @@ struct RowIntervals {
   std::vector<Interval> weights;  // per visible key
   std::vector<Interval> out;      // per value column
   Interval lse;
+  // A key whose logit certainly exceeds the reference key's, if any.
+  std::optional<std::size_t> heavier_key;
 };
 
 // Softcapped difference c*tanh(a) - c*tanh(b) with a = s*d_j/c, b = s*d_r/c.
@@ -59,6 +61,9 @@ RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights) 
   }
 
   RowIntervals result;
+  for (std::size_t j = 0; j < n; ++j)
+    if (lower(u[j]) > 1 && (!result.heavier_key || lower(u[j]) > lower(u[*result.heavier_key])))
+      result.heavier_key = j;
   if (want_weights) {
     result.weights.resize(n);
     for (std::size_t j = 0; j < n; ++j) result.weights[j] = u[j] / sum_u;
@@ -103,7 +108,7 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
   // -inf in the target format: NaN in float8_e4m3fn, which has no infinity.
   result.lse = round_to_format(-std::numeric_limits<double>::infinity(), options.target);
 
-  const ExactRow row = prepare_row(p, r);
+  ExactRow row = prepare_row(p, r);
   if (row.visible.empty()) return result;  // fully masked: exact zeros, lse -inf
   if (row.nonfinite_logits) {
     for (double& o : result.out) o = kNaN;
@@ -167,6 +172,10 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
     }
     pending = std::move(undecided);
     if (pending.empty()) return result;
+    // The rough choice of reference key can miss the largest logit when two
+    // huge logits agree to 70 bits; then exp(x_j - x_r) may overflow MPFR's
+    // exponent range at any precision. Re-centre on the heavier key.
+    if (intervals.heavier_key) row.reference_key = *intervals.heavier_key;
     if (!forms) forms = exact_forms(p, row);
   }
 }

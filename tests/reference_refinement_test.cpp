@@ -145,6 +145,18 @@ TEST(Refinement, HugeLogitsNeitherOverflowNorLoseTheWinner) {
   }
 }
 
+TEST(Refinement, NearlyTiedHugeLogitsDoNotOverflow) {
+  // Dot products 2^110 and 2^110 + 2^32 agree to 78 bits, so a rough
+  // comparison cannot tell which is larger, yet their scaled difference
+  // (about 3e9) puts exp() beyond MPFR's exponent range. The reference must
+  // re-centre on the larger key: the second key takes all the weight.
+  const Problem problem = single_head({{0x1p55, 0x1p32}}, {{0x1p55, 0}, {0x1p55, 1}}, {{3}, {5}});
+  const RowResult row = certified_row(problem, {0, 0, 0});
+  EXPECT_EQ(row.out[0], 5.0);
+  EXPECT_EQ(row.weights[1], 1.0);
+  EXPECT_TRUE(same_value(row.weights[0], 0.0));
+}
+
 TEST(Refinement, TwoWorkingPrecisionsAgreeOnRandomProblems) {
   std::mt19937_64 random(7);
   std::uniform_int_distribution<int> size(1, 5);
