@@ -2,6 +2,7 @@
 // cases are loaded and checked before anything is computed or written, so
 // bad input exits with status 2 and leaves no file behind.
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -56,6 +57,13 @@ std::string describe(const Problem& p) {
   s << "B=" << d.batch << " Hq=" << d.q_heads << " Hkv=" << d.kv_heads << " L=" << d.q_len << " S=" << d.kv_len
     << " dk=" << d.d_k << " dv=" << d.d_v;
   return s.str();
+}
+
+std::string duration_text(double seconds) {
+  char text[32];
+  if (seconds < 1) std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);
+  else std::snprintf(text, sizeof text, "%.2f s", seconds);
+  return text;
 }
 
 // Progress on stderr for long runs: at most one line every two seconds, and
@@ -128,7 +136,7 @@ int run_reference(const ReferenceArgs& args) {
       std::cout << item.directory.string() << " [" << format_info(*target).name << ", " << describe(item.problem)
                 << "]: " << result.out.size() << " outputs, " << result.lse.size() << " lse; " << s.refined_rows << "/"
                 << s.rows << " rows refined (" << s.start_precision_bits << " -> " << s.max_precision_bits
-                << " bits), " << s.exact_values << " exact; " << seconds << " s" << verdict << " -> " << to.out.string()
+                << " bits), " << s.exact_values << " exact; " << duration_text(seconds) << verdict << " -> " << to.out.string()
                 << "\n";
     }
   }

@@ -9,9 +9,16 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 TARGETS=attnspec_cli "$root/scripts/build.sh" "$root/build" >/dev/null
 cases=("$root"/cases/golden/*/)
 status=0
+summary=""
 for format in float64 bfloat16; do
   echo "== attnspec reference --format $format on ${#cases[@]} golden cases"
-  "$root/build/attnspec" reference --format "$format" --out-dir "$root/build/golden-ref/$format" "${cases[@]}" |
-    sed "s|$root/||g" || status=1
+  log="$root/build/golden-ref/$format.log"
+  mkdir -p "$(dirname "$log")"
+  "$root/build/attnspec" reference --format "$format" --out-dir "$root/build/golden-ref/$format" "${cases[@]}" \
+    >"$log" || status=1
+  sed "s|$root/||g" "$log"
+  agreeing=$(grep -c "agree ->" "$log" || true)
+  summary+="$format: $agreeing/${#cases[@]} golden cases agree bit for bit with expected.json. "
 done
+echo "== $summary"
 exit $status
