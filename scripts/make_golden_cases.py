@@ -5,11 +5,11 @@ Why this file exists: the golden cases are small, hand-made problems, each
 aimed at one rule of spec/SPEC.md section 2 (the seed examples, GQA head
 mapping, both causal alignments, fully masked rows, NaN in blocked keys,
 softcap order, additive masks, explicit scale, rounding ties, narrow input
-formats). Every case gets an expected.json computed by
-scripts/independent_reference.py, and this script asserts the properties
-the case is meant to show (seed values to 4 or 3 decimals, exact 1/n
-weights, ties rounding to even, ...), so a wrong case cannot be written
-silently.
+formats). Every case gets an expected.json computed by the independent
+reference (the package scripts/independent/), and this script asserts the
+properties the case is meant to show (seed values to 4 or 3 decimals,
+exact 1/n weights, ties rounding to even, ...), so a wrong case cannot be
+written silently.
 
 Usage: python3 scripts/make_golden_cases.py [--out DIR]   (default cases/golden)
 """
@@ -25,7 +25,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import independent_reference as ir  # noqa: E402  (same folder)
+import independent as ir  # noqa: E402  (the package scripts/independent/)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATOR = "scripts/make_golden_cases.py"
@@ -403,6 +403,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=os.path.join(REPO, "cases", "golden"), help="output folder")
     args = parser.parse_args()
+    if not __debug__:
+        sys.exit("make_golden_cases.py: run without -O; the case checks are assert statements")
     start = time.perf_counter()
     for build in CASES:
         name = build.__name__

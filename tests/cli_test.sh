@@ -25,7 +25,7 @@ run() {  # run EXPECTED_STATUS ARGS... ; output in $work/out.txt
 }
 says() { grep -q -- "$1" "$work/out.txt" || { echo "  output lacks '$1':"; cat "$work/out.txt"; return 1; }; }
 absent() { for f in "$@"; do [ ! -e "$f" ] || { echo "  $f was written"; return 1; }; done; }
-npy_shape() { "$python" -c "import sys; sys.path.insert(0, '$source_dir/scripts'); import independent_reference as r; print(list(r.read_npy('$1')[1]))"; }
+npy_shape() { "$python" -c "import sys; sys.path.insert(0, '$source_dir/scripts'); from independent import npy; print(list(npy.read_npy('$1')[1]))"; }
 
 cp -r "$source_dir/cases/golden/gqa" "$work/good"
 cp -r "$source_dir/cases/golden/seed_matrix" "$work/second"
@@ -59,9 +59,9 @@ check "bad case names file and field" says "bad/case.json: field 'q_heads'"
 check "nothing written on bad input" absent "$work/good/ref.npy" "$work/bad/ref.npy"
 cp -r "$source_dir/cases/golden/gqa" "$work/bad2"
 "$python" -c "
-import sys; sys.path.insert(0, '$source_dir/scripts'); import independent_reference as r
-d, shape, v = r.read_npy('$work/bad2/q.npy'); v = list(v); v[0] = 0.1
-r.write_npy('$work/bad2/q.npy', '<f8', shape, v)"
+import sys; sys.path.insert(0, '$source_dir/scripts'); from independent import npy
+d, shape, v = npy.read_npy('$work/bad2/q.npy'); v = list(v); v[0] = 0.1
+npy.write_npy('$work/bad2/q.npy', '<f8', shape, v)"
 check "unrepresentable value" run 2 reference "$work/bad2"
 check "unrepresentable value message" says "q.npy: field 'values': value 0.1"
 

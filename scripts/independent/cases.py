@@ -1,0 +1,193 @@
+"""attnspec cases (SPEC.md section 4): read and validate a case directory, or write one.
+
+Validation follows the spec field by field; write_case reads back what it
+wrote, so that a generator (random_cases.py, scripts/make_golden_cases.py)
+cannot write a case this reference would reject.
+"""
+
+import json
+import math
+import os
+from dataclasses import dataclass
+
+from .errors import BadInput
+from .formats import FORMATS, is_representable
+from .npy import read_npy, write_npy
+
+CASE_FORMAT = "attnspec-case/1"
+CASE_FIELDS = (
+    "format", "dtype", "batch", "q_heads", "kv_heads", "q_len", "kv_len",
+    "d_k", "d_v", "scale", "softcap", "causal", "mask", "provenance",
+)
+SIZE_FIELDS = ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v")
+
+
+@dataclass
+class Case:
+    """A case: case.json fields plus the arrays as flat lists in C order."""
+
+    path: str
+    dtype: str
+    batch: int
+    q_heads: int
+    kv_heads: int
+    q_len: int
+    kv_len: int
+    d_k: int
+    d_v: int
+    scale: object  # float or None
+    softcap: object  # float or None
+    causal: object  # None, "top_left" or "bottom_right"
+    mask_kind: object  # None, "bool" or "additive"
+    q: list
+    k: list
+    v: list
+    mask: object  # flat list or None
+    mask_shape: object  # (B or 1, Hq or 1, L, S) or None
+
+    def q_row(self, b, h, i):
+        start = ((b * self.q_heads + h) * self.q_len + i) * self.d_k
+        return self.q[start:start + self.d_k]
+
+    def k_row(self, b, g, j):
+        start = ((b * self.kv_heads + g) * self.kv_len + j) * self.d_k
+        return self.k[start:start + self.d_k]
+
+    def v_row(self, b, g, j):
+        start = ((b * self.kv_heads + g) * self.kv_len + j) * self.d_v
+        return self.v[start:start + self.d_v]
+
+    def mask_at(self, b, h, i, j):
+        """The mask entry for (b, h, i, j), broadcasting size-1 dimensions."""
+        mb = b if self.mask_shape[0] > 1 else 0
+        mh = h if self.mask_shape[1] > 1 else 0
+        return self.mask[((mb * self.mask_shape[1] + mh) * self.q_len + i) * self.kv_len + j]
+
+
+def _reject_duplicate_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise BadInput(f"duplicate field in case.json: {keys}")
+    return dict(pairs)
+
+
+def _check_positive_finite_or_null(meta, name, where):
+    value = meta[name]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"{where}: {name} must be null or a number")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise BadInput(f"{where}: {name} must be finite and > 0")
+    return value
+
+
+def _check_meta(meta, where):
+    """Validate case.json fields; return them normalised."""
+    if not isinstance(meta, dict):
+        raise BadInput(f"{where}: case.json must hold an object")
+    unknown = set(meta) - set(CASE_FIELDS)
+    missing = set(CASE_FIELDS) - set(meta)
+    if unknown or missing:
+        raise BadInput(f"{where}: unknown fields {sorted(unknown)}, missing fields {sorted(missing)}")
+    if meta["format"] != CASE_FORMAT:
+        raise BadInput(f"{where}: format must be {CASE_FORMAT!r}")
+    if meta["dtype"] not in FORMATS:
+        raise BadInput(f"{where}: unknown dtype {meta['dtype']!r}")
+    for name in SIZE_FIELDS:
+        n = meta[name]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise BadInput(f"{where}: {name} must be an integer >= 1")
+    if meta["q_heads"] % meta["kv_heads"] != 0:
+        raise BadInput(f"{where}: q_heads must be a multiple of kv_heads")
+    if meta["causal"] not in (None, "top_left", "bottom_right"):
+        raise BadInput(f"{where}: causal must be null, 'top_left' or 'bottom_right'")
+    if meta["mask"] not in (None, "bool", "additive"):
+        raise BadInput(f"{where}: mask must be null, 'bool' or 'additive'")
+    if not isinstance(meta["provenance"], dict):
+        raise BadInput(f"{where}: provenance must be an object")
+    meta = dict(meta)
+    meta["scale"] = _check_positive_finite_or_null(meta, "scale", where)
+    meta["softcap"] = _check_positive_finite_or_null(meta, "softcap", where)
+    return meta
+
+
+def read_array(path, descr, shape):
+    got_descr, got_shape, values = read_npy(path)
+    if got_descr != descr:
+        raise BadInput(f"{path}: dtype {got_descr}, expected {descr}")
+    if tuple(got_shape) != tuple(shape):
+        raise BadInput(f"{path}: shape {got_shape}, expected {tuple(shape)}")
+    return values
+
+
+def read_case(case_dir):
+    """Read and validate a case directory (SPEC.md section 4)."""
+    where = os.path.join(case_dir, "case.json")
+    try:
+        with open(where, encoding="utf-8") as f:
+            meta = json.load(f, object_pairs_hook=_reject_duplicate_keys)
+    except OSError as exc:
+        raise BadInput(f"{where}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{where}: invalid JSON: {exc}") from None
+    meta = _check_meta(meta, where)
+    B, Hq, Hkv = meta["batch"], meta["q_heads"], meta["kv_heads"]
+    L, S, dk, dv = meta["q_len"], meta["kv_len"], meta["d_k"], meta["d_v"]
+    fmt = FORMATS[meta["dtype"]]
+    arrays = {}
+    for name, shape in (("q", (B, Hq, L, dk)), ("k", (B, Hkv, S, dk)), ("v", (B, Hkv, S, dv))):
+        path = os.path.join(case_dir, f"{name}.npy")
+        values = read_array(path, "<f8", shape)
+        for x in values:
+            if not is_representable(x, fmt):
+                raise BadInput(f"{path}: value {x!r} is not representable in {fmt.name}")
+        arrays[name] = values
+    mask, mask_shape = None, None
+    mask_path = os.path.join(case_dir, "mask.npy")
+    if meta["mask"] is None:
+        if os.path.exists(mask_path):
+            raise BadInput(f"{mask_path}: present but case.json has mask null")
+    else:
+        descr, mask_shape, mask = read_npy(mask_path)
+        want = "|b1" if meta["mask"] == "bool" else "<f8"
+        if descr != want:
+            raise BadInput(f"{mask_path}: dtype {descr}, expected {want}")
+        if (len(mask_shape) != 4 or mask_shape[0] not in (1, B) or mask_shape[1] not in (1, Hq)
+                or mask_shape[2:] != (L, S)):
+            raise BadInput(f"{mask_path}: shape {mask_shape}, expected [{B} or 1, {Hq} or 1, {L}, {S}]")
+        if meta["mask"] == "additive":
+            for x in mask:
+                if math.isnan(x) or x == math.inf:
+                    raise BadInput(f"{mask_path}: additive mask holds {x!r} (only finite and -inf allowed)")
+    return Case(
+        path=case_dir, dtype=meta["dtype"], batch=B, q_heads=Hq, kv_heads=Hkv, q_len=L,
+        kv_len=S, d_k=dk, d_v=dv, scale=meta["scale"], softcap=meta["softcap"],
+        causal=meta["causal"], mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
+        v=arrays["v"], mask=mask, mask_shape=mask_shape,
+    )
+
+
+def write_case(case_dir, meta, q, k, v, mask=None):
+    """Write case.json and the arrays of a case.
+
+    meta holds every case.json field except "format"; q, k, v and mask are
+    (shape, flat values) pairs. The case is read back, so that a generator
+    cannot write a case this script would reject.
+    """
+    os.makedirs(case_dir, exist_ok=True)
+    doc = {"format": CASE_FORMAT}
+    doc.update({name: meta[name] for name in CASE_FIELDS if name != "format"})
+    with open(os.path.join(case_dir, "case.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    for name, (shape, values) in (("q", q), ("k", k), ("v", v)):
+        write_npy(os.path.join(case_dir, f"{name}.npy"), "<f8", shape, values)
+    mask_path = os.path.join(case_dir, "mask.npy")
+    if mask is not None:
+        descr = "|b1" if meta["mask"] == "bool" else "<f8"
+        write_npy(mask_path, descr, mask[0], mask[1])
+    elif os.path.exists(mask_path):
+        os.remove(mask_path)
+    return read_case(case_dir)

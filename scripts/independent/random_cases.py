@@ -1,0 +1,251 @@
+"""random: small random cases that exercise every feature, for cross-checks.
+
+Features are drawn in blocks of 12 consecutive cases: within a block every
+option of every feature appears (12 is a multiple of each option count),
+in a shuffled order, so any count >= 12 covers everything. Case i depends
+only on (seed, i). A draw that some format cannot round with certainty is
+replaced, so that neither compare nor a reader of expected.json ever has to
+refuse a generated case.
+"""
+
+import math
+import os
+import random
+import time
+from fractions import Fraction
+
+from .attention import compute_checked, visible_keys
+from .cases import Case, write_case
+from .errors import AmbiguousRounding, BadInput, PrecisionInsufficient
+from .expected import check_expected_strings, save_expected
+from .formats import FORMATS, is_representable, near_midpoint, pow2, round_fraction
+from .npy import shape_size
+
+RANDOM_BLOCK = 12
+RANDOM_FEATURES = {
+    "dtype": list(FORMATS),
+    "causal": [None, "top_left", "bottom_right"],
+    "mask": [None, "bool", "additive"],
+    "mask_shape": ["broadcast", "full", "batch_only", "heads_only"],
+    "group": [1, 2, 3, 4],  # Hq / Hkv
+    "lengths": ["L<S", "L>S", "any"],
+    "widths": ["d_v=d_k", "d_v!=d_k"],
+    "scale": ["default", "explicit"],
+    "softcap": [None, "set"],
+    "ties": [False, True],
+    "fully_masked_row": [False, True],
+}
+EXPLICIT_SCALES = [0.5, 0.25, 0.375, 1.0, 0.125, 1.5]
+SOFTCAPS = [1.0, 2.0, 4.0, 0.75, 8.0]
+ADDITIVE_VALUES = [0.0, 0.0, -1.5, 0.25, -3.0, 1.0, -0.5, -math.inf, -math.inf]
+
+
+def feature_plan(seed, index):
+    """The features of random case number index."""
+    block, position = divmod(index, RANDOM_BLOCK)
+    plan = {}
+    for name, options in RANDOM_FEATURES.items():
+        column = options * (RANDOM_BLOCK // len(options))
+        random.Random(f"attnspec-random/{seed}/{block}/{name}").shuffle(column)
+        plan[name] = column[position]
+    return plan
+
+
+def small_value(rng, fmt):
+    """k * 2^e with small k and e: exactly representable in every format."""
+    value = rng.randint(-7, 7) * 2.0 ** rng.randint(-2, 1)
+    assert is_representable(value, fmt)
+    return value
+
+
+def midpoint_values(rng, fmt, n):
+    """n values of fmt whose mean is exactly a rounding midpoint of fmt.
+
+    With a = 2^e + k*ulp, the target mean is a + ulp/2. For even n, half the
+    values are a and half a + ulp. For odd n the sum needs an odd number of
+    half-ulps, which only a value from the binade below supplies:
+    2^e - ulp/2; the remaining n - 1 values a + c_i*ulp make up the rest.
+    k is 0 or 1 so ties round both down and up to even.
+    """
+    e = rng.randint(-1, 1)
+    ulp = pow2(e - fmt.p + 1)
+    k = rng.randint(0, 1)
+    a = pow2(e) + k * ulp
+    if n % 2 == 0:
+        values = [a] * (n // 2) + [a + ulp] * (n // 2)
+    else:
+        ulps = k + (n + 1) // 2  # the others sum to (n-1)*a + ulps*ulp
+        share = [ulps // (n - 1) + (1 if t < ulps % (n - 1) else 0) for t in range(n - 1)]
+        values = [pow2(e) - ulp / 2] + [a + c * ulp for c in share]
+    mean = sum(values) / n
+    assert mean == a + ulp / 2 and Fraction(round_fraction(mean, fmt)) != mean
+    sign = rng.choice([1, -1])
+    values = [float(sign * x) for x in values]
+    assert all(is_representable(x, fmt) for x in values)
+    rng.shuffle(values)
+    return values
+
+
+def _random_sizes(rng, plan):
+    group = plan["group"]
+    kv_heads = rng.randint(1, max(1, min(2, 5 // group)))
+    low_s = 2 if plan["ties"] else 1  # a tie needs two keys
+    if plan["lengths"] == "L<S":
+        L = rng.randint(1, 4)
+        S = rng.randint(max(L + 1, low_s), 5)
+    elif plan["lengths"] == "L>S":
+        S = rng.randint(low_s, 4)
+        L = rng.randint(S + 1, 5)
+    else:
+        L, S = rng.randint(1, 5), rng.randint(low_s, 5)
+    d_k = rng.randint(1, 5)
+    d_v = d_k if plan["widths"] == "d_v=d_k" else rng.choice([n for n in range(1, 6) if n != d_k])
+    return {"batch": rng.randint(1, 2), "q_heads": group * kv_heads, "kv_heads": kv_heads,
+            "q_len": L, "kv_len": S, "d_k": d_k, "d_v": d_v}
+
+
+def _random_mask(rng, plan, sizes):
+    B, Hq, L, S = sizes["batch"], sizes["q_heads"], sizes["q_len"], sizes["kv_len"]
+    mb, mh = {"broadcast": (1, 1), "full": (B, Hq), "batch_only": (B, 1), "heads_only": (1, Hq)}[plan["mask_shape"]]
+    shape = (mb, mh, L, S)
+    if plan["mask"] == "bool":
+        values = [rng.random() < 0.75 for _ in range(shape_size(shape))]
+        blocked = False
+    else:
+        values = [rng.choice(ADDITIVE_VALUES) for _ in range(shape_size(shape))]
+        blocked = -math.inf
+    if plan["fully_masked_row"]:
+        row = rng.randrange(mb * mh * L)
+        values[row * S:(row + 1) * S] = [blocked] * S
+    return shape, values
+
+
+def random_case(rng, plan, seed, index):
+    """Draw one case following plan; returns (meta, q, k, v, mask)."""
+    fmt = FORMATS[plan["dtype"]]
+    sizes = _random_sizes(rng, plan)
+    B, Hq, Hkv = sizes["batch"], sizes["q_heads"], sizes["kv_heads"]
+    L, S, dk, dv = sizes["q_len"], sizes["kv_len"], sizes["d_k"], sizes["d_v"]
+    q = [small_value(rng, fmt) for _ in range(B * Hq * L * dk)]
+    k, v = [], []
+    for _ in range(B * Hkv):
+        if plan["ties"]:
+            # Identical keys: every visible key of a row has the same logit.
+            key = [small_value(rng, fmt) for _ in range(dk)]
+            k += key * S
+            columns = [midpoint_values(rng, fmt, S) for _ in range(dv)]
+            v += [columns[t][j] for j in range(S) for t in range(dv)]
+        else:
+            k += [small_value(rng, fmt) for _ in range(S * dk)]
+            v += [small_value(rng, fmt) for _ in range(S * dv)]
+    mask = None if plan["mask"] is None else _random_mask(rng, plan, sizes)
+    meta = dict(sizes)
+    meta.update({
+        "dtype": fmt.name,
+        "scale": None if plan["scale"] == "default" else rng.choice(EXPLICIT_SCALES),
+        "softcap": None if plan["softcap"] is None else rng.choice(SOFTCAPS),
+        "causal": plan["causal"],
+        "mask": plan["mask"],
+    })
+    poisoned = _poison_unread_keys(meta, k, v, mask)
+    covers = [f"{name}={value}" for name, value in plan.items()] + [f"nan_in_blocked_keys={poisoned}"]
+    meta["provenance"] = {"generator": "scripts/independent_reference.py random", "seed": seed,
+                          "index": index, "covers": covers}
+    return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask
+
+
+def _poison_unread_keys(meta, k, v, mask):
+    """Put NaN into keys and values that no row can see; return how many.
+
+    SPEC.md 2.3: blocked keys and values are never read, so NaN there must
+    not reach any result (the 0 * NaN leak of pytorch#101967).
+    """
+    case = Case(path=None, dtype=meta["dtype"], batch=meta["batch"], q_heads=meta["q_heads"],
+                kv_heads=meta["kv_heads"], q_len=meta["q_len"], kv_len=meta["kv_len"],
+                d_k=meta["d_k"], d_v=meta["d_v"], scale=None, softcap=None, causal=meta["causal"],
+                mask_kind=meta["mask"], q=[], k=k, v=v, mask=None if mask is None else mask[1],
+                mask_shape=None if mask is None else mask[0])
+    group = case.q_heads // case.kv_heads
+    seen = {(b, h // group, j) for b in range(case.batch) for h in range(case.q_heads)
+            for i in range(case.q_len) for j, _ in visible_keys(case, b, h, i)}
+    count = 0
+    for b in range(case.batch):
+        for g in range(case.kv_heads):
+            for j in range(case.kv_len):
+                if (b, g, j) not in seen:
+                    start_k = ((b * case.kv_heads + g) * case.kv_len + j) * case.d_k
+                    start_v = ((b * case.kv_heads + g) * case.kv_len + j) * case.d_v
+                    k[start_k:start_k + case.d_k] = [math.nan] * case.d_k
+                    v[start_v:start_v + case.d_v] = [math.nan] * case.d_v
+                    count += 1
+    return count
+
+
+def decidable_everywhere(case):
+    """Results of a case whose every value (and string) rounds with certainty to every format."""
+    results = compute_checked(case)
+    check_expected_strings(results)
+    return results
+
+
+def cmd_random(args):
+    if args.count < 0:
+        raise BadInput("--count must be >= 0")
+    start = time.perf_counter()
+    tally = {name: {} for name in RANDOM_FEATURES}
+    observed, redraws = {}, 0
+    for index in range(args.count):
+        plan = feature_plan(args.seed, index)
+        rng = random.Random(f"attnspec-random/{args.seed}/case/{index}")
+        case_dir = os.path.join(args.out_dir, f"case_{index:03d}")
+        for attempt in range(50):
+            case = write_case(case_dir, *random_case(rng, plan, args.seed, index))
+            try:
+                results = decidable_everywhere(case)
+                break
+            except (PrecisionInsufficient, AmbiguousRounding):
+                continue  # redraw: compare, or a reader of expected.json, could not decide it
+        else:
+            raise RuntimeError(f"{case_dir}: no decidable draw in 50 attempts")
+        save_expected(case_dir, results)
+        for name, value in plan.items():
+            tally[name][str(value)] = tally[name].get(str(value), 0) + 1
+        for name, n in observed_features(case, results).items():
+            observed[name] = observed.get(name, 0) + n
+        redraws += attempt
+    print(f"random: wrote {args.count} cases to {args.out_dir} in {time.perf_counter() - start:.2f} s "
+          f"({redraws} undecidable draws replaced)")
+    print("planned features (cases):")
+    for name, counts in tally.items():
+        print(f"  {name}: " + ", ".join(f"{value} x{n}" for value, n in sorted(counts.items())))
+    print("observed: " + ", ".join(f"{name} {n}" for name, n in observed.items()))
+    return 0
+
+
+def observed_features(case, results):
+    """What a generated case actually exercises, counted in cases, rows or values."""
+    fmt = FORMATS[case.dtype]
+    S = case.kv_len
+    row_weights = [results.weights[r * S:(r + 1) * S] for r in range(len(results.lse))]
+    tied_rows = 0
+    for weights in row_weights:
+        visible = [w.value for w in weights if not w.is_exact_zero()]
+        if len(visible) >= 2 and all(x.is_finite() for x in visible) and len(set(visible)) == 1:
+            tied_rows += 1
+    midpoints = 0
+    for a in results.out:
+        if a.exact and a.value.is_finite() and a.value != 0:
+            x = Fraction(a.value)
+            if Fraction(round_fraction(x, fmt)) != x and near_midpoint(x, fmt, Fraction(0)):
+                midpoints += 1
+    return {
+        "GQA cases": int(case.q_heads > case.kv_heads),
+        "L<S cases": int(case.q_len < case.kv_len),
+        "L>S cases": int(case.q_len > case.kv_len),
+        "d_v!=d_k cases": int(case.d_v != case.d_k),
+        "rows": len(results.lse),
+        "fully masked rows": sum(1 for a in results.lse if a.value.is_infinite()),
+        "rows with tied weights": tied_rows,
+        "outputs exactly on a midpoint": midpoints,
+        "NaN-poisoned unread keys": sum(1 for x in case.k[::case.d_k] if math.isnan(x)),
+    }
