@@ -1,0 +1,50 @@
+// Matching a problem's features against a kernel's declared capabilities.
+#include "adapters/kernel.hpp"
+
+#include <cmath>
+
+namespace attnspec {
+
+std::vector<std::string> missing_capabilities(const Capabilities& c, const Problem& p) {
+  std::vector<std::string> missing;
+  if (p.mask_kind == MaskKind::boolean && !c.bool_mask) missing.push_back("needs a bool mask");
+  if (p.mask_kind == MaskKind::additive && !c.additive_mask) missing.push_back("needs an additive mask");
+  if (p.causal == Causal::top_left && !c.causal_top_left) missing.push_back("needs causal top_left");
+  if (p.causal == Causal::bottom_right && !c.causal_bottom_right) missing.push_back("needs causal bottom_right");
+  if (p.dims.q_heads != p.dims.kv_heads && !c.gqa) missing.push_back("needs GQA (Hq != Hkv)");
+  if (p.scale && !c.explicit_scale) missing.push_back("needs an explicit scale");
+  if (p.softcap && !c.softcap) missing.push_back("needs softcap");
+  if (p.dims.d_v != p.dims.d_k && !c.dv_ne_dk) missing.push_back("needs d_v != d_k");
+  const std::size_t elements = p.rows() * static_cast<std::size_t>(p.dims.kv_len);
+  if (elements > c.max_elements)
+    missing.push_back("problem has " + std::to_string(elements) + " logits, kernel takes at most " +
+                      std::to_string(c.max_elements));
+  return missing;
+}
+
+std::string describe(const Capabilities& c) {
+  std::string text;
+  const auto add = [&](bool present, const std::string& name) {
+    if (!present) return;
+    if (!text.empty()) text += ' ';
+    text += name;
+  };
+  add(c.bool_mask, "bool-mask");
+  add(c.additive_mask, "additive-mask");
+  if (c.causal_top_left || c.causal_bottom_right) {
+    std::string causal = "causal:";
+    if (c.causal_top_left) causal += "top_left";
+    if (c.causal_bottom_right) causal += c.causal_top_left ? ",bottom_right" : "bottom_right";
+    add(true, causal);
+  }
+  add(c.gqa, "gqa");
+  add(c.explicit_scale, "scale");
+  add(c.softcap, "softcap");
+  add(c.dv_ne_dk, "dv!=dk");
+  add(c.lse, "lse");
+  if (c.max_elements != std::numeric_limits<std::size_t>::max())
+    add(true, "max-elements:" + std::to_string(c.max_elements));
+  return text;
+}
+
+}  // namespace attnspec

@@ -1,0 +1,99 @@
+// Naive attention in Scalar arithmetic: the whole logit matrix of a head is
+// formed, then each row is soft-maxed and multiplied by V. Blocked keys get
+// -inf before the softmax; a row with no visible key outputs 0 and lse -inf.
+#include "adapters/naive/naive_kernel.hpp"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <limits>
+
+namespace attnspec {
+namespace {
+
+template <typename Scalar>
+class NaiveKernel final : public Kernel {
+ public:
+  using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+  std::string name() const override { return std::is_same_v<Scalar, double> ? "naive-f64" : "naive-f32"; }
+
+  KernelFormats formats() const override {
+    const FormatId f = std::is_same_v<Scalar, double> ? FormatId::float64 : FormatId::float32;
+    return {f, f, f};
+  }
+
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
+    c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
+    return c;
+  }
+
+  KernelResult run(const Problem& p) override {
+    const Dims& d = p.dims;
+    KernelResult result;
+    result.out.resize(p.out_size());
+    result.lse.resize(p.rows());
+    const Scalar scale = p.scale ? static_cast<Scalar>(*p.scale) : Scalar(1) / std::sqrt(static_cast<Scalar>(d.d_k));
+    const Scalar minus_infinity = -std::numeric_limits<Scalar>::infinity();
+    for (int b = 0; b < d.batch; ++b) {
+      for (int h = 0; h < d.q_heads; ++h) {
+        const int g = p.kv_head_of(h);
+        const Matrix q = rows_of(p, [&](int i) { return p.query_row({b, h, i}); }, d.q_len, d.d_k);
+        const Matrix k = rows_of(p, [&](int j) { return p.key_row(b, g, j); }, d.kv_len, d.d_k);
+        const Matrix v = rows_of(p, [&](int j) { return p.value_row(b, g, j); }, d.kv_len, d.d_v);
+        Matrix logits = (q * k.transpose()) * scale;
+        for (int i = 0; i < d.q_len; ++i) {
+          const RowIndex r{b, h, i};
+          for (int j = 0; j < d.kv_len; ++j) {
+            Scalar& x = logits(i, j);
+            if (p.softcap) x = static_cast<Scalar>(*p.softcap) * std::tanh(x / static_cast<Scalar>(*p.softcap));
+            x = p.visible(r, j) ? x + static_cast<Scalar>(p.mask_value(r, j)) : minus_infinity;
+          }
+          const Scalar max = logits.row(i).maxCoeff();
+          const std::size_t row = p.row_flat(r);
+          if (max == minus_infinity) {  // no visible key
+            for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = 0.0;
+            result.lse[row] = -std::numeric_limits<double>::infinity();
+            logits.row(i).setZero();
+            continue;
+          }
+          logits.row(i) = (logits.row(i).array() - max).exp().matrix();
+          const Scalar sum = logits.row(i).sum();
+          logits.row(i) /= sum;
+          result.lse[row] = static_cast<double>(max + std::log(sum));
+        }
+        // P V row by row over visible keys only: a blocked key's value is
+        // never read, so NaN there cannot leak through 0 * NaN.
+        for (int i = 0; i < d.q_len; ++i) {
+          const RowIndex r{b, h, i};
+          const std::size_t row = p.row_flat(r);
+          if (result.lse[row] == -std::numeric_limits<double>::infinity()) continue;  // no visible key
+          Eigen::Matrix<Scalar, 1, Eigen::Dynamic> out = Eigen::Matrix<Scalar, 1, Eigen::Dynamic>::Zero(d.d_v);
+          for (int j = 0; j < d.kv_len; ++j)
+            if (p.visible(r, j)) out += logits(i, j) * v.row(j);
+          for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = static_cast<double>(out(t));
+        }
+      }
+    }
+    return result;
+  }
+
+ private:
+  template <typename RowOf>
+  static Matrix rows_of(const Problem&, RowOf row_of, int rows, int cols) {
+    Matrix m(rows, cols);
+    for (int i = 0; i < rows; ++i) {
+      const auto row = row_of(i);
+      for (int t = 0; t < cols; ++t) m(i, t) = static_cast<Scalar>(row[t]);
+    }
+    return m;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_naive_f64() { return std::make_unique<NaiveKernel<double>>(); }
+std::unique_ptr<Kernel> make_naive_f32() { return std::make_unique<NaiveKernel<float>>(); }
+
+}  // namespace attnspec

@@ -1,0 +1,15 @@
+// The textbook composition, with Eigen: Q K^T, scale, softcap, mask,
+// max-shifted softmax, P V, all in one floating-point type. naive-f64 and
+// naive-f32; also the yardstick of the PRECREL clause.
+#pragma once
+
+#include <memory>
+
+#include "adapters/kernel.hpp"
+
+namespace attnspec {
+
+std::unique_ptr<Kernel> make_naive_f64();
+std::unique_ptr<Kernel> make_naive_f32();
+
+}  // namespace attnspec

@@ -1,0 +1,141 @@
+// Online softmax over key tiles (Milakov & Gimelshein 2018; FlashAttention's
+// forward pass): for each query tile, each key tile updates every row's
+// running max m, running sum l and unnormalised output acc; the output is
+// acc / l at the end, rounded once to the output format.
+#include "adapters/online/online_kernel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+namespace attnspec {
+namespace {
+
+constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+
+struct RowState {
+  float max = kMinusInfinity;
+  float sum = 0;
+  std::vector<float> acc;
+  bool nan_logit = false;  // std::max would silently drop a NaN logit
+};
+
+class OnlineKernel final : public Kernel {
+ public:
+  OnlineKernel(FormatId io, TileSizes tiles) : io_(io), tiles_(tiles) {
+    if (tiles.queries < 1 || tiles.keys < 1) throw std::invalid_argument("online kernel: tile sizes must be >= 1");
+  }
+
+  std::string name() const override {
+    switch (io_) {
+      case FormatId::float32: return "online-f32";
+      case FormatId::bfloat16: return "online-bf16";
+      case FormatId::float16: return "online-f16";
+      default: return "online-" + std::string(format_info(io_).name);
+    }
+  }
+
+  KernelFormats formats() const override { return {io_, FormatId::float32, io_}; }
+
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
+    c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
+    return c;
+  }
+
+  KernelResult run(const Problem& p) override {
+    const Dims& d = p.dims;
+    KernelResult result;
+    result.out.resize(p.out_size());
+    result.lse.resize(p.rows());
+    const float scale = p.scale ? static_cast<float>(*p.scale) : 1.0f / std::sqrt(static_cast<float>(d.d_k));
+    for (int b = 0; b < d.batch; ++b)
+      for (int h = 0; h < d.q_heads; ++h)
+        for (int first = 0; first < d.q_len; first += tiles_.queries)
+          run_query_tile(p, b, h, first, std::min(first + tiles_.queries, d.q_len), scale, result);
+    return result;
+  }
+
+ private:
+  void run_query_tile(const Problem& p, int b, int h, int first, int last, float scale, KernelResult& result) const {
+    const Dims& d = p.dims;
+    const int g = p.kv_head_of(h);
+    std::vector<RowState> rows(static_cast<std::size_t>(last - first));
+    for (RowState& row : rows) row.acc.assign(static_cast<std::size_t>(d.d_v), 0.0f);
+    std::vector<float> logits(static_cast<std::size_t>(tiles_.keys));
+    for (int key0 = 0; key0 < d.kv_len; key0 += tiles_.keys) {
+      const int key1 = std::min(key0 + tiles_.keys, d.kv_len);
+      for (int i = first; i < last; ++i) {
+        const RowIndex r{b, h, i};
+        RowState& row = rows[static_cast<std::size_t>(i - first)];
+        float tile_max = kMinusInfinity;
+        for (int j = key0; j < key1; ++j) {
+          float& x = logits[static_cast<std::size_t>(j - key0)];
+          if (!p.visible(r, j)) {
+            x = kMinusInfinity;
+            continue;
+          }
+          x = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
+          if (p.softcap) x = static_cast<float>(*p.softcap) * std::tanh(x / static_cast<float>(*p.softcap));
+          x += static_cast<float>(p.mask_value(r, j));
+          if (std::isnan(x)) row.nan_logit = true;
+          tile_max = std::max(tile_max, x);
+        }
+        if (tile_max == kMinusInfinity) continue;  // nothing visible in this tile
+        const float new_max = std::max(row.max, tile_max);
+        const float rescale = row.max == kMinusInfinity ? 0.0f : std::exp(row.max - new_max);
+        row.sum *= rescale;
+        for (float& a : row.acc) a *= rescale;
+        for (int j = key0; j < key1; ++j) {
+          const float x = logits[static_cast<std::size_t>(j - key0)];
+          if (x == kMinusInfinity) continue;
+          const float weight = std::exp(x - new_max);
+          row.sum += weight;
+          const auto v = p.value_row(b, g, j);
+          for (int t = 0; t < d.d_v; ++t) row.acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(v[t]);
+        }
+        row.max = new_max;
+      }
+    }
+    for (int i = first; i < last; ++i) {
+      const RowState& row = rows[static_cast<std::size_t>(i - first)];
+      const std::size_t flat = p.row_flat({b, h, i});
+      if (row.nan_logit) {
+        for (int t = 0; t < d.d_v; ++t) result.out[flat * d.d_v + t] = std::numeric_limits<double>::quiet_NaN();
+        result.lse[flat] = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
+      if (row.max == kMinusInfinity) {  // no visible key at all
+        for (int t = 0; t < d.d_v; ++t) result.out[flat * d.d_v + t] = 0.0;
+        result.lse[flat] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
+      for (int t = 0; t < d.d_v; ++t)
+        result.out[flat * d.d_v + t] = round_to_format(static_cast<double>(row.acc[static_cast<std::size_t>(t)] / row.sum), io_);
+      result.lse[flat] = static_cast<double>(row.max + std::log(row.sum));
+    }
+  }
+
+  static float dot(std::span<const double> a, std::span<const double> b) {
+    float sum = 0;
+    for (std::size_t t = 0; t < a.size(); ++t) sum += static_cast<float>(a[t]) * static_cast<float>(b[t]);
+    return sum;
+  }
+
+  FormatId io_;
+  TileSizes tiles_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_online_kernel(FormatId io_format, TileSizes tiles) {
+  return std::make_unique<OnlineKernel>(io_format, tiles);
+}
+std::unique_ptr<Kernel> make_online_f32() { return make_online_kernel(FormatId::float32); }
+std::unique_ptr<Kernel> make_online_bf16() { return make_online_kernel(FormatId::bfloat16); }
+std::unique_ptr<Kernel> make_online_f16() { return make_online_kernel(FormatId::float16); }
+
+}  // namespace attnspec

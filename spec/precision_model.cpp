@@ -1,0 +1,91 @@
+// Evaluation of the bounds of spec/SPEC.md section 6, term by term with the
+// section's names. The bounds are computed in double and then inflated by
+// a margin that covers the double rounding of their own evaluation.
+#include "spec/precision_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attnspec {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kDoubleU = 0x1p-53;
+
+}  // namespace
+
+double gamma(double k, double u) {
+  const double ku = k * u;
+  return ku < 1 ? ku / (1 - ku) : kInfinity;
+}
+
+RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std::span<const double> exact_weights,
+                         std::span<const double> exact_out, double exact_lse) {
+  const FormatInfo& acc = format_info(formats.accumulate);
+  const FormatInfo& out = format_info(formats.output);
+  const double u = acc.unit_roundoff, u_o = out.unit_roundoff;
+  const Dims& d = p.dims;
+  const int g = p.kv_head_of(r.head);
+  const auto dv = static_cast<std::size_t>(d.d_v);
+
+  RowBound bound;
+  bound.out.assign(dv, 0.0);
+  bound.scale.assign(dv, 0.0);
+  std::vector<int> visible;
+  for (int j = 0; j < d.kv_len; ++j)
+    if (p.visible(r, j)) visible.push_back(j);
+  const double n = static_cast<double>(visible.size());
+  if (visible.empty()) return bound;  // the output must be exactly 0
+
+  // 6.2: Delta.
+  const double s = p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(d.d_k));
+  const double cap = p.softcap ? *p.softcap : 0.0;
+  const auto q = p.query_row(r);
+  double delta = 0;
+  for (int j : visible) {
+    const auto k = p.key_row(r.batch, g, j);
+    double abs_dot = 0;
+    for (int t = 0; t < d.d_k; ++t) abs_dot += std::fabs(q[t]) * std::fabs(k[t]);
+    delta = std::max(delta, gamma(d.d_k + 13, u) * (s * abs_dot + cap + std::fabs(p.mask_value(r, j))));
+  }
+  bound.logit_error = delta;
+
+  // 6.4: the normaliser's factor and eta_j; x_max - x_j from the weights.
+  const double g6 = gamma(6 * n + 2, u);
+  const double normaliser_low = 2 - std::pow(n, u) * (1 + g6);
+  const bool valid = 6 * n * u < 1 && normaliser_low > 0;
+  double w_max = 0;
+  for (int j : visible) w_max = std::max(w_max, exact_weights[static_cast<std::size_t>(j)]);
+  // The bound's own double evaluation: sums of at most n + d_k positive
+  // terms, each a product of a few factors.
+  const double margin = 1 + 4 * (n + d.d_k + 16) * kDoubleU;
+
+  for (std::size_t t = 0; t < dv; ++t) {
+    double weighted = 0, largest_value = 0, scale = 0;
+    for (int j : visible) {
+      const double w = exact_weights[static_cast<std::size_t>(j)];
+      const double value = std::fabs(p.value_row(r.batch, g, j)[t]);
+      largest_value = std::max(largest_value, value);
+      scale += w * value;
+      if (w == 0 || value == 0) continue;  // underflowed weights: in the lambda term
+      const double gap = std::log(w_max / w);  // x_max - x_j
+      const double eta = std::exp(2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low - 1;
+      weighted += w * value * eta;
+    }
+    bound.scale[t] = scale;
+    const double a = valid ? weighted + 2.5 * n * acc.min_normal * largest_value : kInfinity;
+    const double o = std::fabs(exact_out[t]);
+    // 6.5, plus the float64 rounding of the reference value itself.
+    bound.out[t] = (a + u_o * (o + a) + out.min_subnormal / 2 + kDoubleU * o) * margin;
+  }
+
+  // 6.6: lse.
+  const double log_normaliser = valid ? -std::log(normaliser_low) : kInfinity;
+  bound.lse = ((1 + gamma(5, u)) * (delta + log_normaliser + gamma(4, u) * std::log(n)) +
+               gamma(2, u) * std::fabs(exact_lse) + kDoubleU * std::fabs(exact_lse)) *
+              margin;
+  return bound;
+}
+
+}  // namespace attnspec

@@ -1,0 +1,36 @@
+// The precision model of spec/SPEC.md section 6: for a kernel class
+// (accumulation and output formats) and one query row, the a priori bound
+// on the error of each output element and of the lse. Every tolerance of
+// the suite comes from here.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "formats/format.hpp"
+#include "reference/problem.hpp"
+
+namespace attnspec {
+
+struct FormatClass {
+  FormatId accumulate = FormatId::float32;
+  FormatId output = FormatId::float32;
+};
+
+struct RowBound {
+  std::vector<double> out;    // B_t: absolute bound per output element (SPEC 6.5)
+  std::vector<double> scale;  // sum_j w_j |V[j][t]|: the element's |P||V| (SPEC 6.7)
+  double lse = 0;             // B_lse (SPEC 6.6)
+  double logit_error = 0;     // Delta (SPEC 6.2)
+};
+
+// `exact_weights` (S values) and `exact_out` (d_v values) are the certified
+// reference's float64 results for the row, `exact_lse` its lse. The bound
+// includes the reference's own float64 rounding (SPEC 6.5).
+RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std::span<const double> exact_weights,
+                         std::span<const double> exact_out, double exact_lse);
+
+// gamma_k = k u / (1 - k u), or infinity when k u >= 1.
+double gamma(double k, double u);
+
+}  // namespace attnspec
