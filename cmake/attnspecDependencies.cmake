@@ -6,6 +6,7 @@ include_guard(GLOBAL)
 find_package(Boost 1.74 REQUIRED)        # Multiprecision is header-only
 find_package(nlohmann_json 3 REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+find_package(rapidcheck REQUIRED)
 
 foreach(lib IN ITEMS gmp mpfr mpfi)
   string(TOUPPER ${lib} upper)

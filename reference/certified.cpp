@@ -44,35 +44,41 @@ Interval capped_difference(const Interval& scale, const Interval& cap, const Rea
 }
 
 RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights) {
-  const std::size_t n = row.visible.size();
+  const std::size_t n = row.visible.size(), groups = row.representative.size();
   const std::size_t r = row.reference_key;
   const Interval scale = p.scale ? Interval(*p.scale) : Interval(1) / sqrt(Interval(p.dims.d_k));
   const std::optional<Interval> cap = p.softcap ? std::optional<Interval>(Interval(*p.softcap)) : std::nullopt;
 
-  // u_j = exp(x_j - x_r), computed from exact differences.
-  std::vector<Interval> u(n);
+  // u_g = exp(x_g - x_r) for each group of equal logits, from exact differences.
+  std::vector<Interval> u(groups);
   Interval sum_u = 0;
-  for (std::size_t j = 0; j < n; ++j) {
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t j = row.representative[g];
     Interval delta = cap ? capped_difference(scale, *cap, row.dot[j], row.dot[r])
                          : scale * enclose_difference(row.dot[j], row.dot[r]);
     delta += enclose_difference(row.mask[j], row.mask[r]);
-    u[j] = exp(delta);
-    sum_u += u[j];
+    u[g] = exp(delta);
+    sum_u += u[g] * Interval(row.group_size[g]);
   }
 
   RowIntervals result;
-  for (std::size_t j = 0; j < n; ++j)
-    if (lower(u[j]) > 1 && (!result.heavier_key || lower(u[j]) > lower(u[*result.heavier_key])))
-      result.heavier_key = j;
+  for (std::size_t g = 0; g < groups; ++g)
+    if (lower(u[g]) > 1 && (!result.heavier_key || lower(u[g]) > lower(u[row.group_of[*result.heavier_key]])))
+      result.heavier_key = row.representative[g];
   if (want_weights) {
     result.weights.resize(n);
-    for (std::size_t j = 0; j < n; ++j) result.weights[j] = u[j] / sum_u;
+    for (std::size_t j = 0; j < n; ++j) result.weights[j] = u[row.group_of[j]] / sum_u;
   }
   result.out.resize(static_cast<std::size_t>(p.dims.d_v));
   for (int t = 0; t < p.dims.d_v; ++t) {
     Interval numerator = 0;
-    for (std::size_t j = 0; j < n; ++j)
-      numerator += u[j] * Interval(p.value_row(row.index.batch, row.kv_head, row.visible[j])[t]);
+    for (std::size_t g = 0; g < groups; ++g) {
+      const Interval values =
+          row.group_size[g] == 1
+              ? Interval(p.value_row(row.index.batch, row.kv_head, row.visible[row.representative[g]])[t])
+              : enclose(row.value_sums[g][static_cast<std::size_t>(t)]);
+      numerator += u[g] * values;
+    }
     result.out[static_cast<std::size_t>(t)] = numerator / sum_u;
   }
   Interval x_r = scale * enclose(row.dot[r]);

@@ -36,9 +36,49 @@ Real rough_logit(const Problem& p, const Real& dot, double mask) {
   return x + Real(mask);
 }
 
+// Fills the group fields of an ExactRow (see exact_row.hpp).
+void group_equal_logits(const Problem& p, ExactRow& row) {
+  const std::size_t n = row.visible.size();
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  const auto less = [&](std::size_t a, std::size_t b) {
+    const int c = mpfr_cmp(row.dot[a].backend().data(), row.dot[b].backend().data());
+    return c != 0 ? c < 0 : row.mask[a] < row.mask[b];
+  };
+  std::stable_sort(order.begin(), order.end(), less);
+  row.group_of.assign(n, 0);
+  for (std::size_t idx = 0; idx < n; ++idx) {
+    const std::size_t j = order[idx];
+    if (idx == 0 || less(order[idx - 1], j)) {
+      row.representative.push_back(j);
+      row.group_size.push_back(0);
+    }
+    row.group_of[j] = row.representative.size() - 1;
+    ++row.group_size.back();
+  }
+  row.value_sums.resize(row.representative.size());
+  std::vector<std::vector<double>> members(row.representative.size());
+  for (std::size_t j = 0; j < n; ++j) members[row.group_of[j]].push_back(static_cast<double>(row.visible[j]));
+  for (std::size_t g = 0; g < members.size(); ++g) {
+    if (members[g].size() < 2) continue;
+    for (int t = 0; t < p.dims.d_v; ++t) {
+      std::vector<double> column;
+      for (double key : members[g]) column.push_back(p.value_row(row.index.batch, row.kv_head, static_cast<int>(key))[t]);
+      row.value_sums[g].push_back(exact_dot(column, std::vector<double>(column.size(), 1.0)));
+    }
+  }
+}
+
 }  // namespace
 
 Real exact_dot(std::span<const double> a, std::span<const double> b) {
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    if (!std::isfinite(a[t]) || !std::isfinite(b[t])) {
+      Real nan;  // callers treat non-finite inputs apart (spec/SPEC.md section 2.3)
+      mpfr_set_nan(nan.backend().data());
+      return nan;
+    }
+  }
   int top = std::numeric_limits<int>::min(), bottom = std::numeric_limits<int>::max();
   for (std::size_t t = 0; t < a.size(); ++t) {
     if (a[t] == 0.0 || b[t] == 0.0) continue;
@@ -90,6 +130,7 @@ ExactRow prepare_row(const Problem& p, RowIndex r) {
     row.dot.push_back(exact_dot(q, k));
   }
   if (row.nonfinite_logits || row.visible.empty()) return row;
+  group_equal_logits(p, row);
   Real best = rough_logit(p, row.dot[0], row.mask[0]);
   for (std::size_t j = 1; j < row.visible.size(); ++j) {
     Real x = rough_logit(p, row.dot[j], row.mask[j]);

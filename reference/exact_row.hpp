@@ -20,12 +20,20 @@ struct ExactRow {
   std::vector<double> mask;   // additive mask value of each visible key
   bool nonfinite_logits = false;   // a NaN or infinity in q or a visible key
   std::size_t reference_key = 0;   // index into `visible` of a largest logit
+
+  // Keys with equal dot products and mask values have equal logits; the
+  // evaluation treats each such group as one term, with its values summed
+  // exactly, so that tied keys cancel exactly instead of within rounding.
+  std::vector<std::size_t> group_of;        // per visible key
+  std::vector<std::size_t> representative;  // per group: its first visible key
+  std::vector<long> group_size;
+  std::vector<std::vector<Real>> value_sums;  // per group of two or more: exact column sums
 };
 
 ExactRow prepare_row(const Problem& p, RowIndex r);
 
 // The exact dot product of two double vectors, at a precision that covers
-// the whole exponent span of the products.
+// the whole exponent span of the products; NaN if an input is not finite.
 Real exact_dot(std::span<const double> a, std::span<const double> b);
 
 struct ExactForms {

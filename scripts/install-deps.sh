@@ -8,7 +8,7 @@ packages=(
   build-essential cmake python3
   libgtest-dev libbenchmark-dev
   libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
-  nlohmann-json3-dev libcli11-dev libeigen3-dev
+  nlohmann-json3-dev libcli11-dev libeigen3-dev librapidcheck-dev
 )
 
 missing=()

@@ -69,9 +69,9 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
       largest_value = std::max(largest_value, value);
       scale += w * value;
       if (w == 0 || value == 0) continue;  // underflowed weights: in the lambda term
-      const double gap = std::log(w_max / w);  // x_max - x_j
+      const double gap = std::log(w_max) - std::log(w);  // x_max - x_j; w_max / w may overflow
       const double eta = std::exp(2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low - 1;
-      weighted += w * value * eta;
+      weighted += std::isinf(eta) ? kInfinity : w * value * eta;  // w * value may underflow to 0
     }
     bound.scale[t] = scale;
     const double a = valid ? weighted + 2.5 * n * acc.min_normal * largest_value : kInfinity;

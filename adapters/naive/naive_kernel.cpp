@@ -14,13 +14,16 @@ template <typename Scalar>
 class NaiveKernel final : public Kernel {
  public:
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  static constexpr FormatId kArithmetic = std::is_same_v<Scalar, double> ? FormatId::float64 : FormatId::float32;
 
-  std::string name() const override { return std::is_same_v<Scalar, double> ? "naive-f64" : "naive-f32"; }
+  explicit NaiveKernel(FormatId output = kArithmetic) : output_(output) {}
 
-  KernelFormats formats() const override {
-    const FormatId f = std::is_same_v<Scalar, double> ? FormatId::float64 : FormatId::float32;
-    return {f, f, f};
+  std::string name() const override {
+    const std::string base = std::is_same_v<Scalar, double> ? "naive-f64" : "naive-f32";
+    return output_ == kArithmetic ? base : base + "-to-" + std::string(format_info(output_).name);
   }
+
+  KernelFormats formats() const override { return {output_, kArithmetic, output_}; }
 
   Capabilities capabilities() const override {
     Capabilities c;
@@ -43,21 +46,26 @@ class NaiveKernel final : public Kernel {
         const Matrix k = rows_of(p, [&](int j) { return p.key_row(b, g, j); }, d.kv_len, d.d_k);
         const Matrix v = rows_of(p, [&](int j) { return p.value_row(b, g, j); }, d.kv_len, d.d_v);
         Matrix logits = (q * k.transpose()) * scale;
+        std::vector<char> has_visible(static_cast<std::size_t>(d.q_len), 0);
         for (int i = 0; i < d.q_len; ++i) {
           const RowIndex r{b, h, i};
+          bool any_visible = false;  // tracked apart: -inf is also a possible logit
           for (int j = 0; j < d.kv_len; ++j) {
             Scalar& x = logits(i, j);
             if (p.softcap) x = static_cast<Scalar>(*p.softcap) * std::tanh(x / static_cast<Scalar>(*p.softcap));
+            any_visible = any_visible || p.visible(r, j);
             x = p.visible(r, j) ? x + static_cast<Scalar>(p.mask_value(r, j)) : minus_infinity;
           }
-          const Scalar max = logits.row(i).maxCoeff();
           const std::size_t row = p.row_flat(r);
-          if (max == minus_infinity) {  // no visible key
+          has_visible[static_cast<std::size_t>(i)] = any_visible;
+          if (!any_visible) {
             for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = 0.0;
             result.lse[row] = -std::numeric_limits<double>::infinity();
             logits.row(i).setZero();
             continue;
           }
+          // Eigen's maxCoeff skips NaN; a NaN logit must spoil the row.
+          const Scalar max = logits.row(i).hasNaN() ? std::numeric_limits<Scalar>::quiet_NaN() : logits.row(i).maxCoeff();
           logits.row(i) = (logits.row(i).array() - max).exp().matrix();
           const Scalar sum = logits.row(i).sum();
           logits.row(i) /= sum;
@@ -68,11 +76,11 @@ class NaiveKernel final : public Kernel {
         for (int i = 0; i < d.q_len; ++i) {
           const RowIndex r{b, h, i};
           const std::size_t row = p.row_flat(r);
-          if (result.lse[row] == -std::numeric_limits<double>::infinity()) continue;  // no visible key
+          if (!has_visible[static_cast<std::size_t>(i)]) continue;  // already exactly 0
           Eigen::Matrix<Scalar, 1, Eigen::Dynamic> out = Eigen::Matrix<Scalar, 1, Eigen::Dynamic>::Zero(d.d_v);
           for (int j = 0; j < d.kv_len; ++j)
             if (p.visible(r, j)) out += logits(i, j) * v.row(j);
-          for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = static_cast<double>(out(t));
+          for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = round_to_format(static_cast<double>(out(t)), output_);
         }
       }
     }
@@ -80,6 +88,8 @@ class NaiveKernel final : public Kernel {
   }
 
  private:
+  FormatId output_;
+
   template <typename RowOf>
   static Matrix rows_of(const Problem&, RowOf row_of, int rows, int cols) {
     Matrix m(rows, cols);
@@ -95,5 +105,10 @@ class NaiveKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_naive_f64() { return std::make_unique<NaiveKernel<double>>(); }
 std::unique_ptr<Kernel> make_naive_f32() { return std::make_unique<NaiveKernel<float>>(); }
+
+std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output) {
+  if (accumulate == FormatId::float64) return std::make_unique<NaiveKernel<double>>(output);
+  return std::make_unique<NaiveKernel<float>>(output);
+}
 
 }  // namespace attnspec

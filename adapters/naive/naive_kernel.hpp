@@ -11,5 +11,9 @@ namespace attnspec {
 
 std::unique_ptr<Kernel> make_naive_f64();
 std::unique_ptr<Kernel> make_naive_f32();
+// The naive composition in another kernel's formats, the yardstick of
+// PRECREL: float64 arithmetic for a float64 accumulator, float32 for any
+// other, and the result rounded to `output`.
+std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output);
 
 }  // namespace attnspec

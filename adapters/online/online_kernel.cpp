@@ -19,7 +19,8 @@ struct RowState {
   float max = kMinusInfinity;
   float sum = 0;
   std::vector<float> acc;
-  bool nan_logit = false;  // std::max would silently drop a NaN logit
+  bool any_visible = false;  // -inf is also a logit: visibility is tracked apart
+  bool nan_logit = false;    // std::max would silently drop a NaN logit
 };
 
 class OnlineKernel final : public Kernel {
@@ -66,37 +67,44 @@ class OnlineKernel final : public Kernel {
     std::vector<RowState> rows(static_cast<std::size_t>(last - first));
     for (RowState& row : rows) row.acc.assign(static_cast<std::size_t>(d.d_v), 0.0f);
     std::vector<float> logits(static_cast<std::size_t>(tiles_.keys));
+    std::vector<char> visible(static_cast<std::size_t>(tiles_.keys));
+    std::vector<float> tile_acc(static_cast<std::size_t>(d.d_v));
     for (int key0 = 0; key0 < d.kv_len; key0 += tiles_.keys) {
       const int key1 = std::min(key0 + tiles_.keys, d.kv_len);
       for (int i = first; i < last; ++i) {
         const RowIndex r{b, h, i};
         RowState& row = rows[static_cast<std::size_t>(i - first)];
         float tile_max = kMinusInfinity;
+        bool tile_visible = false;
         for (int j = key0; j < key1; ++j) {
           float& x = logits[static_cast<std::size_t>(j - key0)];
-          if (!p.visible(r, j)) {
-            x = kMinusInfinity;
-            continue;
-          }
+          visible[static_cast<std::size_t>(j - key0)] = p.visible(r, j);
+          if (!visible[static_cast<std::size_t>(j - key0)]) continue;
+          tile_visible = true;
           x = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
           if (p.softcap) x = static_cast<float>(*p.softcap) * std::tanh(x / static_cast<float>(*p.softcap));
           x += static_cast<float>(p.mask_value(r, j));
           if (std::isnan(x)) row.nan_logit = true;
           tile_max = std::max(tile_max, x);
         }
-        if (tile_max == kMinusInfinity) continue;  // nothing visible in this tile
+        if (!tile_visible) continue;
         const float new_max = std::max(row.max, tile_max);
-        const float rescale = row.max == kMinusInfinity ? 0.0f : std::exp(row.max - new_max);
-        row.sum *= rescale;
-        for (float& a : row.acc) a *= rescale;
+        const float rescale = row.any_visible ? std::exp(row.max - new_max) : 0.0f;
+        row.any_visible = true;
+        // The tile's own sums first (FlashAttention's per-tile P V product),
+        // then folded into the rescaled running state: blocked summation.
+        float tile_sum = 0;
+        std::fill(tile_acc.begin(), tile_acc.end(), 0.0f);
         for (int j = key0; j < key1; ++j) {
-          const float x = logits[static_cast<std::size_t>(j - key0)];
-          if (x == kMinusInfinity) continue;
-          const float weight = std::exp(x - new_max);
-          row.sum += weight;
+          if (!visible[static_cast<std::size_t>(j - key0)]) continue;
+          const float weight = std::exp(logits[static_cast<std::size_t>(j - key0)] - new_max);
+          tile_sum += weight;
           const auto v = p.value_row(b, g, j);
-          for (int t = 0; t < d.d_v; ++t) row.acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(v[t]);
+          for (int t = 0; t < d.d_v; ++t) tile_acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(v[t]);
         }
+        row.sum = row.sum * rescale + tile_sum;
+        for (int t = 0; t < d.d_v; ++t)
+          row.acc[static_cast<std::size_t>(t)] = row.acc[static_cast<std::size_t>(t)] * rescale + tile_acc[static_cast<std::size_t>(t)];
         row.max = new_max;
       }
     }
@@ -108,7 +116,7 @@ class OnlineKernel final : public Kernel {
         result.lse[flat] = std::numeric_limits<double>::quiet_NaN();
         continue;
       }
-      if (row.max == kMinusInfinity) {  // no visible key at all
+      if (!row.any_visible) {
         for (int t = 0; t < d.d_v; ++t) result.out[flat * d.d_v + t] = 0.0;
         result.lse[flat] = -std::numeric_limits<double>::infinity();
         continue;

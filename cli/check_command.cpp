@@ -1,0 +1,78 @@
+// `attnspec check CASE_DIR --kernel NAME`: runs one kernel on one case and
+// checks it against the certified reference within the precision model's
+// bound (outputs, NaN propagation, lse). It reproduces the counterexamples
+// that `attnspec run` saves: each is a problem the kernel gets wrong alone.
+#include <cmath>
+#include <iostream>
+#include <memory>
+
+#include "adapters/registry.hpp"
+#include "cases/io/case_dir.hpp"
+#include "cases/io/input_error.hpp"
+#include "cli/commands.hpp"
+#include "properties/harness.hpp"
+
+namespace attnspec::cli {
+namespace {
+
+struct CheckArgs {
+  std::string case_dir;
+  std::string kernel;
+};
+
+std::string check_case(Kernel& kernel, const Problem& p, ErrorStats& stats) {
+  const Evaluation e = evaluate(kernel, p);
+  for (std::size_t i = 0; i < e.got.out.size(); ++i)
+    if (std::isnan(e.ref.out[i]) && std::isfinite(e.got.out[i]))
+      return element_name(p, i) + " should be NaN (a non-finite input it depends on) but is " + std::to_string(e.got.out[i]);
+  if (std::string f = outside_bound(p, e, output_unit(kernel), stats); !f.empty()) return f;
+  if (!kernel.capabilities().lse) return "";
+  for (std::size_t row = 0; row < p.rows(); ++row) {
+    const double got = e.got.lse[row], want = e.ref.lse[row];
+    if (std::isnan(want)) continue;
+    if (want == -INFINITY ? got != -INFINITY : !(std::fabs(got - want) <= e.lse_bound[row]))
+      return "lse of row " + std::to_string(row) + " is " + std::to_string(got) + ", the reference " + std::to_string(want) +
+             ", bound " + std::to_string(e.lse_bound[row]);
+  }
+  return "";
+}
+
+int check(const CheckArgs& args) {
+  std::unique_ptr<Kernel> kernel = make_kernel(args.kernel);
+  if (!kernel) throw InputError("--kernel", "", "unknown kernel '" + args.kernel + "' (see attnspec kernels)");
+  const Case c = load_case(args.case_dir);
+  const auto missing = missing_capabilities(kernel->capabilities(), c.problem);
+  if (!missing.empty()) throw InputError(args.case_dir, "", "kernel " + args.kernel + " cannot run this case: " + missing.front());
+  const FormatId input = kernel->formats().input;
+  for (const auto* values : {&c.problem.q, &c.problem.k, &c.problem.v})
+    for (double x : *values)
+      if (!is_representable(x, input))
+        throw InputError(args.case_dir, "dtype",
+                         "case values (" + std::string(format_info(c.dtype).name) + ") are not all representable in the kernel's input format " +
+                             std::string(format_info(input).name));
+  ErrorStats stats;
+  const std::string failure = check_case(*kernel, c.problem, stats);
+  const std::string clause = c.provenance.value("clause", "");
+  std::cout << (failure.empty() ? "PASS" : "FAIL") << "  " << args.case_dir << " on " << args.kernel;
+  if (!clause.empty()) std::cout << " (saved by clause " << clause << ")";
+  if (stats.max_error_u >= 0) std::cout << ": max error " << stats.max_error_u << " u, bound " << stats.bound_u << " u";
+  std::cout << "\n";
+  if (!failure.empty()) std::cout << "  " << failure << "\n";
+  return failure.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_check_command(CLI::App& app) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* sub = app.add_subcommand("check", "Run a kernel on one case directory and check it against the certified reference");
+  sub->footer(
+      "Checks every output within the precision model's bound of the certified reference (spec/SPEC.md\n"
+      "section 6), NaN exactly where a non-finite input reaches, and the lse if the kernel returns it.\n"
+      "Exit status 0 pass, 1 fail, 2 bad input. Reproduces the counterexamples `attnspec run` saves.");
+  sub->add_option("CASE_DIR", args->case_dir, "an attnspec-case/1 directory")->required()->check(CLI::ExistingDirectory);
+  sub->add_option("--kernel", args->kernel, "kernel to run (see: attnspec kernels)")->required();
+  return {sub, [args] { return check(*args); }};
+}
+
+}  // namespace attnspec::cli

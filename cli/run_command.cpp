@@ -1,0 +1,109 @@
+// `attnspec run`: the conformance run of one kernel, one line per clause as
+// it finishes, optional JSON and JUnit reports, counterexamples saved as
+// case directories. Exit status 0 all pass or skip, 1 a failure, 2 usage.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "adapters/registry.hpp"
+#include "cases/io/input_error.hpp"
+#include "cases/io/npy.hpp"
+#include "cli/commands.hpp"
+#include "properties/runner.hpp"
+#include "spec/clauses.hpp"
+
+namespace attnspec::cli {
+namespace {
+
+struct RunArgs {
+  std::string kernel;
+  std::string dtype;
+  std::string profile = "quick";
+  std::vector<std::string> clauses;
+  std::uint64_t seed = 1;
+  std::string json, junit, save_failures = "attnspec-failures", shard;
+  bool strict_determinism = false;
+};
+
+std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
+  std::unique_ptr<Kernel> kernel = make_kernel(name);
+  if (kernel) return kernel;
+  std::string known;
+  for (const KernelEntry& entry : builtin_kernels()) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  throw InputError("--kernel", "", "unknown kernel '" + name + "' (built-in: " + known + "; see attnspec kernels)");
+}
+
+int run(const RunArgs& args) {
+  std::unique_ptr<Kernel> kernel = kernel_or_error(args.kernel);
+  RunOptions options;
+  options.profile = find_profile(args.profile);
+  if (!options.profile)
+    throw InputError("--profile", "", "unknown profile '" + args.profile + "' (expected " + std::string(profile_names()) + ")");
+  for (const std::string& id : args.clauses)
+    if (!find_clause(id)) throw InputError("--clause", "", "unknown clause '" + id + "' (see spec/SPEC.md section 7)");
+  if (!args.dtype.empty()) {
+    const auto format = parse_format(args.dtype);
+    if (!format) throw InputError("--dtype", "", "unknown format '" + args.dtype + "' (expected " + std::string(format_names()) + ")");
+    if (*format != kernel->formats().input)
+      throw InputError("--dtype", "", "kernel " + args.kernel + " takes " + std::string(format_info(kernel->formats().input).name) +
+                                          " inputs, not " + args.dtype);
+  }
+  if (!args.shard.empty()) {
+    int index = -1, count = 0;
+    char slash = 0;
+    std::istringstream in(args.shard);
+    if (!(in >> index >> slash >> count) || slash != '/' || count < 1 || index < 0 || index >= count || !in.eof())
+      throw InputError("--shard", "", "expected I/N with 0 <= I < N, got '" + args.shard + "'");
+    options.shard_index = index;
+    options.shard_count = count;
+  }
+  options.clauses = args.clauses;
+  options.seed = args.seed;
+  options.strict_determinism = args.strict_determinism;
+  if (!args.save_failures.empty()) options.save_failures = args.save_failures;
+
+  const KernelFormats f = kernel->formats();
+  std::cout << "attnspec run: kernel " << args.kernel << " (input " << format_info(f.input).name << ", accumulate "
+            << format_info(f.accumulate).name << ", output " << format_info(f.output).name << "), profile "
+            << options.profile->name << ", seed " << args.seed << "\n";
+  const RunReport report = run_conformance(*kernel, args.kernel, options, [](const ClauseReport& r) {
+    std::cout << format_line(r) << "\n" << std::flush;
+  });
+  std::size_t pass = 0, fail = 0, skip = 0;
+  for (const ClauseReport& r : report.results) {
+    if (r.outcome.status == Status::pass) ++pass;
+    if (r.outcome.status == Status::fail) ++fail;
+    if (r.outcome.status == Status::skip) ++skip;
+  }
+  std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped\n";
+  if (!args.json.empty()) write_file_atomically(args.json, report_json(report).dump(2) + "\n");
+  if (!args.junit.empty()) write_file_atomically(args.junit, report_junit(report));
+  return report.failed() ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* sub = app.add_subcommand("run", "Conformance: every clause of spec/SPEC.md section 7 against a kernel");
+  sub->footer(
+      "Prints one line per clause: PASS / FAIL / SKIP (DIFF for an informative difference), cases run,\n"
+      "the largest error in units of u of the output format times |P||V|, and the bound there. A\n"
+      "failure's shrunk counterexample is saved as a case directory with a command that reproduces\n"
+      "it. Exit status: 0 all pass or skip, 1 a failure, 2 usage error or bad input.\n\n"
+      "Example: attnspec run --kernel online-bf16 --profile ci --json report.json");
+  sub->add_option("--kernel", args->kernel, "kernel to test (see: attnspec kernels)")->required();
+  sub->add_option("--dtype", args->dtype, "input format to test; must be the kernel's (" + std::string(format_names()) + ")");
+  sub->add_option("--profile", args->profile, "quick (default; about 30 cases a clause), ci (100, with S >= 1024), full (500)");
+  sub->add_option("--clause", args->clauses, "run only these clauses (IDs of spec/SPEC.md section 7); repeatable");
+  sub->add_option("--seed", args->seed, "seed of the generators (default 1); the same seed gives the same run");
+  sub->add_option("--json", args->json, "write the attnspec-report/1 JSON report to FILE");
+  sub->add_option("--junit", args->junit, "write a JUnit XML report to FILE (one testcase per clause x format)");
+  sub->add_option("--save-failures", args->save_failures, "directory for counterexample case directories (default attnspec-failures)");
+  sub->add_option("--shard", args->shard, "I/N: run only every N-th clause, starting at I (for CI fleets)");
+  sub->add_flag("--strict-determinism", args->strict_determinism, "make DETERM differences fail the run");
+  return {sub, [args] { return run(*args); }};
+}
+
+}  // namespace attnspec::cli

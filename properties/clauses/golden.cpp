@@ -1,0 +1,81 @@
+// GOLDEN: the bundled golden cases (cases/golden) that the kernel can take,
+// within the precision model's bound of their certified results.
+#include <cstdlib>
+#include <filesystem>
+
+#include "cases/io/case_dir.hpp"
+#include "properties/clauses/clauses.hpp"
+#include "properties/harness.hpp"
+
+namespace attnspec {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ATTNSPEC_GOLDEN_DIR if set, else the source tree's or the installed copy.
+fs::path golden_directory() {
+  if (const char* dir = std::getenv("ATTNSPEC_GOLDEN_DIR")) return dir;
+#ifdef ATTNSPEC_SOURCE_GOLDEN_DIR
+  if (fs::is_directory(ATTNSPEC_SOURCE_GOLDEN_DIR)) return ATTNSPEC_SOURCE_GOLDEN_DIR;
+#endif
+#ifdef ATTNSPEC_INSTALLED_GOLDEN_DIR
+  return ATTNSPEC_INSTALLED_GOLDEN_DIR;
+#else
+  return "cases/golden";
+#endif
+}
+
+bool representable_in(const Problem& p, FormatId format) {
+  for (const auto* values : {&p.q, &p.k, &p.v})
+    for (double x : *values)
+      if (!is_representable(x, format)) return false;
+  return true;
+}
+
+}  // namespace
+
+ClauseOutcome check_golden(PropertyContext& context) {
+  ClauseOutcome outcome;
+  const fs::path dir = golden_directory();
+  if (!fs::is_directory(dir)) {
+    outcome.status = Status::skip;
+    outcome.reason = "no golden cases at " + dir.string() + " (set ATTNSPEC_GOLDEN_DIR)";
+    return outcome;
+  }
+  std::vector<fs::path> cases;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory()) cases.push_back(entry.path());
+  std::sort(cases.begin(), cases.end());
+  const double u_out = output_unit(context.kernel);
+  ErrorStats stats;
+  int skipped = 0;
+  for (const fs::path& path : cases) {
+    const Case c = load_case(path);
+    if (!missing_capabilities(context.kernel.capabilities(), c.problem).empty() ||
+        !representable_in(c.problem, context.kernel.formats().input)) {
+      ++skipped;
+      continue;
+    }
+    ++outcome.cases;
+    const std::string failure = outside_bound(c.problem, evaluate(context.kernel, c.problem), u_out, stats);
+    if (!failure.empty()) {
+      outcome.status = Status::fail;
+      outcome.reason = path.filename().string() + ": " + failure;
+      outcome.counterexample = c.problem;
+      break;
+    }
+  }
+  if (stats.max_error_u >= 0) {
+    outcome.max_error_u = stats.max_error_u;
+    outcome.bound_u = stats.bound_u;
+  }
+  if (outcome.cases == 0) {
+    outcome.status = Status::skip;
+    outcome.reason = "no golden case fits the kernel's capabilities and input format";
+  } else if (outcome.status == Status::pass && skipped > 0) {
+    outcome.reason = std::to_string(skipped) + " golden cases skipped (capabilities or input format)";
+  }
+  return outcome;
+}
+
+}  // namespace attnspec

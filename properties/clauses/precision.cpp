@@ -1,0 +1,79 @@
+// PREC, LSE and PRECREL: the kernel against the certified reference, with
+// the precision model's bounds (spec/SPEC.md sections 6 and 7).
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "adapters/naive/naive_kernel.hpp"
+#include "properties/clauses/clauses.hpp"
+#include "properties/generators.hpp"
+#include "properties/harness.hpp"
+
+namespace attnspec {
+
+ClauseOutcome check_prec(PropertyContext& context) {
+  const double u_out = output_unit(context.kernel);
+  return run_property(context, [&](Problem& p, ErrorStats& stats) {
+    p = draw_problem(context.kernel, context.profile, Features{});
+    return outside_bound(p, evaluate(context.kernel, p), u_out, stats);
+  });
+}
+
+ClauseOutcome check_lse(PropertyContext& context) {
+  return run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
+    p = draw_problem(context.kernel, context.profile, Features{});
+    const Evaluation e = evaluate(context.kernel, p);
+    for (std::size_t row = 0; row < p.rows(); ++row) {
+      const double got = e.got.lse[row], want = e.ref.lse[row];
+      if (std::isnan(want)) continue;
+      const std::string where = "lse of row " + std::to_string(row) + " is " + std::to_string(got);
+      if (want == -INFINITY) {
+        if (got != -INFINITY) return where + ", expected -inf (no visible key)";
+      } else if (!(std::fabs(got - want) <= e.lse_bound[row])) {
+        return where + ", the certified reference " + std::to_string(want) + ": error exceeds the bound " +
+               std::to_string(e.lse_bound[row]);
+      }
+    }
+    return "";
+  });
+}
+
+// The FlashAttention criterion compares maxima over whole test tensors; on
+// one tiny problem both maxima are a rounding or two and their ratio is
+// noise. So the maxima are taken over all of the run's problems, and the
+// problem with the kernel's largest error is the counterexample.
+ClauseOutcome check_precrel(PropertyContext& context) {
+  const KernelFormats formats = context.kernel.formats();
+  const std::unique_ptr<Kernel> naive = make_naive_kernel(formats.accumulate, formats.output);
+  const double u_out = output_unit(context.kernel);
+  double kernel_error = 0, naive_error = 0, floor = 0;
+  std::optional<Problem> worst;
+  ClauseOutcome outcome = run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
+    p = draw_problem(context.kernel, context.profile, Features{});
+    const Evaluation e = evaluate(context.kernel, p);
+    const KernelResult baseline = naive->run(p);
+    for (std::size_t i = 0; i < e.ref.out.size(); ++i) {
+      const double want = e.ref.out[i];
+      if (!std::isfinite(want)) continue;
+      const double error = std::fabs(e.got.out[i] - want);
+      if (error > kernel_error) {
+        kernel_error = error;
+        worst = p;
+      }
+      naive_error = std::max(naive_error, std::fabs(baseline.out[i] - want));
+      floor = std::max(floor, u_out * std::fabs(want));
+    }
+    return "";
+  });
+  if (outcome.status == Status::pass && !(kernel_error <= 2 * naive_error + floor)) {
+    outcome.status = Status::fail;
+    outcome.counterexample = worst;
+    char text[200];
+    std::snprintf(text, sizeof text, "max error %.3g over %d problems exceeds 2 x the naive kernel's %.3g + the rounding floor %.3g",
+                  kernel_error, outcome.cases, naive_error, floor);
+    outcome.reason = text;
+  }
+  return outcome;
+}
+
+}  // namespace attnspec

@@ -1,0 +1,104 @@
+// VAR: with iid N(0,1) query and key components the raw logits have
+// variance d_k and the scaled logits variance 1 (seeds 000 and 001). A
+// fixed-seed test at 99.9% confidence, on the definition and on the
+// kernel's implied logits (spec/SPEC.md section 7).
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "properties/clauses/clauses.hpp"
+
+namespace attnspec {
+namespace {
+
+constexpr double kZ999 = 3.2905;  // two-sided 99.9% normal quantile
+
+struct Moments {
+  double variance = 0, standard_error = 0;
+};
+
+// Sample variance and its large-sample standard error sqrt((m4 - s^4) / N),
+// which holds without assuming the samples are normal.
+Moments moments(const std::vector<double>& x) {
+  const double n = static_cast<double>(x.size());
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= n;
+  double m2 = 0, m4 = 0;
+  for (double v : x) {
+    const double c = (v - mean) * (v - mean);
+    m2 += c;
+    m4 += c * c;
+  }
+  m2 /= n;
+  m4 /= n;
+  return {m2 * n / (n - 1), std::sqrt(std::max(0.0, m4 - m2 * m2) / n)};
+}
+
+std::string outside(const char* what, int d_k, const Moments& m, double expected) {
+  if (std::fabs(m.variance - expected) <= kZ999 * m.standard_error) return "";
+  std::ostringstream s;
+  s << what << " at d_k = " << d_k << ": sample variance " << m.variance << ", expected " << expected
+    << " (99.9% interval +-" << kZ999 * m.standard_error << ")";
+  return s.str();
+}
+
+}  // namespace
+
+ClauseOutcome check_var(PropertyContext& context) {
+  const FormatId input = context.kernel.formats().input;
+  std::mt19937_64 random(context.seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  ClauseOutcome outcome;
+  const int samples = context.profile.long_sequences ? 4096 : 1024;
+  for (const int d_k : {16, 64, 256}) {
+    // One query and two keys per head, so the samples are independent.
+    Problem p;
+    p.dims = {1, samples, samples, 1, 2, d_k, d_k};
+    const auto draw = [&](std::size_t n) {
+      std::vector<double> t(n);
+      for (double& x : t) x = round_to_format(normal(random), input);
+      return t;
+    };
+    p.q = draw(static_cast<std::size_t>(samples) * d_k);
+    p.k = draw(static_cast<std::size_t>(samples) * 2 * d_k);
+    p.v.assign(static_cast<std::size_t>(samples) * 2 * d_k, 0.0);  // rows e_0 and e_1
+    for (int h = 0; h < samples; ++h) {
+      p.v[(static_cast<std::size_t>(h) * 2) * d_k + 0] = 1.0;
+      p.v[(static_cast<std::size_t>(h) * 2 + 1) * d_k + 1] = 1.0;
+    }
+    // The definition: raw logits q.k, and scaled ones.
+    std::vector<double> raw, scaled;
+    for (int h = 0; h < samples; ++h) {
+      double dot = 0;
+      for (int t = 0; t < d_k; ++t) dot += p.q[static_cast<std::size_t>(h) * d_k + t] * p.k[static_cast<std::size_t>(h) * 2 * d_k + t];
+      raw.push_back(dot);
+      scaled.push_back(dot / std::sqrt(static_cast<double>(d_k)));
+    }
+    std::string failure = outside("raw logits q.k", d_k, moments(raw), d_k);
+    if (failure.empty()) failure = outside("scaled logits", d_k, moments(scaled), 1.0);
+    // The kernel: log(w_1 / w_0) = x_1 - x_0, variance 2.
+    if (failure.empty()) {
+      const KernelResult got = context.kernel.run(p);
+      std::vector<double> differences;
+      for (int h = 0; h < samples && got.out.size() == p.out_size(); ++h) {
+        const double w0 = got.out[static_cast<std::size_t>(h) * d_k], w1 = got.out[static_cast<std::size_t>(h) * d_k + 1];
+        if (w0 > 0 && w1 > 0 && std::isfinite(w0) && std::isfinite(w1)) differences.push_back(std::log(w1 / w0));
+      }
+      if (differences.size() < static_cast<std::size_t>(samples) * 9 / 10)
+        failure = "kernel weights unusable (zero or non-finite) for more than 10% of the samples";
+      else
+        failure = outside("kernel's implied logit differences", d_k, moments(differences), 2.0);
+    }
+    outcome.cases += 1;
+    if (!failure.empty()) {
+      outcome.status = Status::fail;
+      outcome.reason = failure;
+      return outcome;
+    }
+  }
+  outcome.reason = "3 statistical tests (d_k = 16, 64, 256), " + std::to_string(samples) + " samples each, 99.9% level";
+  return outcome;
+}
+
+}  // namespace attnspec

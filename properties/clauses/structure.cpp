@@ -1,0 +1,193 @@
+// PERMQ, PERMKV, LINV, GQA and BATCH: how outputs follow the structure of
+// the inputs (spec/SPEC.md section 7). Each compares two or more runs whose
+// exact results are related exactly, within the sum of their bounds.
+#include <rapidcheck.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "properties/clauses/clauses.hpp"
+#include "properties/generators.hpp"
+#include "properties/harness.hpp"
+
+namespace attnspec {
+namespace {
+
+// A random permutation of 0..n-1 that shrinks towards the identity.
+std::vector<int> draw_permutation(int n) {
+  const auto keys = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(0, 4 * n));
+  std::vector<int> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
+  return order;
+}
+
+Features without_causal() {
+  Features f;
+  f.causal = false;
+  return f;
+}
+
+// Copies `count` consecutive blocks of `width` values, block i taken from
+// block order[i] of each group of `count` in `from`.
+std::vector<double> permute_blocks(const std::vector<double>& from, std::size_t count, std::size_t width,
+                                   const std::vector<int>& order) {
+  std::vector<double> to(from.size());
+  for (std::size_t group = 0; group < from.size() / (count * width); ++group)
+    for (std::size_t i = 0; i < count; ++i)
+      std::copy_n(from.begin() + static_cast<std::ptrdiff_t>((group * count + static_cast<std::size_t>(order[i])) * width),
+                  width, to.begin() + static_cast<std::ptrdiff_t>((group * count + i) * width));
+  return to;
+}
+
+}  // namespace
+
+ClauseOutcome check_permq(PropertyContext& context) {
+  const double u_out = output_unit(context.kernel);
+  return run_property(context, [&](Problem& p, ErrorStats& stats) {
+    p = draw_problem(context.kernel, context.profile, without_causal());
+    const int L = p.dims.q_len;
+    const std::vector<int> order = draw_permutation(L);
+    Problem permuted = p;  // query i of `permuted` is query order[i] of p
+    permuted.q = permute_blocks(p.q, static_cast<std::size_t>(L), static_cast<std::size_t>(p.dims.d_k), order);
+    if (p.mask_kind != MaskKind::none)
+      permuted.mask = permute_blocks(p.mask, static_cast<std::size_t>(L), static_cast<std::size_t>(p.dims.kv_len), order);
+    const Problem original = p;
+    const Evaluation a = evaluate(context.kernel, original), b = evaluate(context.kernel, permuted);
+    std::vector<std::size_t> index(p.out_size());
+    const auto dv = static_cast<std::size_t>(p.dims.d_v);
+    std::vector<int> inverse(static_cast<std::size_t>(L));
+    for (int i = 0; i < L; ++i) inverse[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = i;
+    for (std::size_t flat = 0; flat < p.out_size(); ++flat) {
+      const RowIndex r = p.row_index(flat / dv);
+      const RowIndex moved{r.batch, r.head, inverse[static_cast<std::size_t>(r.query)]};
+      index[flat] = p.row_flat(moved) * dv + flat % dv;
+    }
+    return related(p, original, a, permuted, b, index, "permuted query rows", u_out, stats);
+  });
+}
+
+ClauseOutcome check_permkv(PropertyContext& context) {
+  const double u_out = output_unit(context.kernel);
+  return run_property(context, [&](Problem& p, ErrorStats& stats) {
+    p = draw_problem(context.kernel, context.profile, without_causal());
+    const int S = p.dims.kv_len;
+    const std::vector<int> order = draw_permutation(S);
+    Problem permuted = p;
+    permuted.k = permute_blocks(p.k, static_cast<std::size_t>(S), static_cast<std::size_t>(p.dims.d_k), order);
+    permuted.v = permute_blocks(p.v, static_cast<std::size_t>(S), static_cast<std::size_t>(p.dims.d_v), order);
+    if (p.mask_kind != MaskKind::none)
+      permuted.mask = permute_blocks(p.mask, static_cast<std::size_t>(S), 1, order);
+    const Problem original = p;
+    return related(p, original, evaluate(context.kernel, original), permuted, evaluate(context.kernel, permuted),
+                   same_index(p.out_size()), "keys, values and mask columns permuted together", u_out, stats);
+  });
+}
+
+ClauseOutcome check_linv(PropertyContext& context) {
+  const double u_out = output_unit(context.kernel);
+  const FormatId input = context.kernel.formats().input;
+  return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
+    p = draw_problem(context.kernel, context.profile, Features{});
+    Problem second = p;
+    second.v = draw_values(p.v.size(), input, Distribution::small_integers);
+    const int power = *rc::gen::inRange(-2, 3);
+    Problem combined = p;
+    for (std::size_t i = 0; i < p.v.size(); ++i) combined.v[i] = p.v[i] + std::ldexp(second.v[i], power);
+    for (double x : combined.v)
+      if (!is_representable(x, input)) return "";  // V1 + a V2 must be an input of the kernel's format
+    const Evaluation a = evaluate(context.kernel, p), b = evaluate(context.kernel, second), c = evaluate(context.kernel, combined);
+    const double factor = std::ldexp(1.0, power);
+    for (std::size_t i = 0; i < p.out_size(); ++i) {
+      const double difference = std::fabs(c.got.out[i] - a.got.out[i] - factor * b.got.out[i]);
+      const double tolerance = c.bound[i] + a.bound[i] + factor * b.bound[i];
+      stats.add(difference, tolerance, c.scale[i] + a.scale[i] + factor * b.scale[i], u_out);
+      if (!(difference <= tolerance)) {
+        ErrorStats ignored;
+        if (!outside_bound(second, b, u_out, ignored).empty()) p = second;
+        else if (!outside_bound(combined, c, u_out, ignored).empty()) p = combined;
+        return element_name(p, i) + ": out(V1 + 2^" + std::to_string(power) + " V2) - out(V1) - 2^" + std::to_string(power) +
+               " out(V2) = " + std::to_string(difference) + " exceeds the sum of bounds " + std::to_string(tolerance);
+      }
+    }
+    return "";
+  });
+}
+
+ClauseOutcome check_gqa(PropertyContext& context) {
+  const double u_out = output_unit(context.kernel);
+  return run_property(context, [&](Problem& p, ErrorStats& stats) {
+    // Hkv >= 2: with one kv head, h / (Hq/Hkv) and ONNX's old h % Hkv agree.
+    p = draw_problem(context.kernel, context.profile, Features{}, [](Dims& d) {
+      const int group = std::max(2, d.q_heads / d.kv_heads);
+      d.kv_heads = std::max(2, d.kv_heads);
+      d.q_heads = d.kv_heads * group;
+    });
+    Problem repeated = p;  // every query head gets its own copy of its kv head
+    const int Hq = p.dims.q_heads, S = p.dims.kv_len;
+    repeated.dims.kv_heads = Hq;
+    repeated.k.clear();
+    repeated.v.clear();
+    for (int b = 0; b < p.dims.batch; ++b)
+      for (int h = 0; h < Hq; ++h)
+        for (int j = 0; j < S; ++j) {
+          const auto k = p.key_row(b, p.kv_head_of(h), j);
+          const auto v = p.value_row(b, p.kv_head_of(h), j);
+          repeated.k.insert(repeated.k.end(), k.begin(), k.end());
+          repeated.v.insert(repeated.v.end(), v.begin(), v.end());
+        }
+    const Problem grouped = p;
+    return related(p, grouped, evaluate(context.kernel, grouped), repeated, evaluate(context.kernel, repeated),
+                   same_index(p.out_size()), "grouped heads against K and V repeated per query head", u_out, stats);
+  });
+}
+
+ClauseOutcome check_batch(PropertyContext& context) {
+  const double u_out = output_unit(context.kernel);
+  return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
+    p = draw_problem(context.kernel, context.profile, Features{});
+    const Evaluation whole = evaluate(context.kernel, p);
+    const auto L = static_cast<std::size_t>(p.dims.q_len), S = static_cast<std::size_t>(p.dims.kv_len),
+               dv = static_cast<std::size_t>(p.dims.d_v);
+    for (int b = 0; b < p.dims.batch; ++b)
+      for (int h = 0; h < p.dims.q_heads; ++h) {
+        Problem alone = p;  // batch entry b, query head h, by itself
+        alone.dims.batch = alone.dims.q_heads = alone.dims.kv_heads = 1;
+        alone.q.clear();
+        alone.k.clear();
+        alone.v.clear();
+        for (int i = 0; i < p.dims.q_len; ++i) {
+          const auto q = p.query_row({b, h, i});
+          alone.q.insert(alone.q.end(), q.begin(), q.end());
+        }
+        for (int j = 0; j < p.dims.kv_len; ++j) {
+          const auto k = p.key_row(b, p.kv_head_of(h), j);
+          const auto v = p.value_row(b, p.kv_head_of(h), j);
+          alone.k.insert(alone.k.end(), k.begin(), k.end());
+          alone.v.insert(alone.v.end(), v.begin(), v.end());
+        }
+        if (p.mask_kind != MaskKind::none) {
+          alone.mask_batch = alone.mask_heads = 1;
+          alone.mask.clear();
+          const std::size_t mb = p.mask_batch == 1 ? 0 : static_cast<std::size_t>(b);
+          const std::size_t mh = p.mask_heads == 1 ? 0 : static_cast<std::size_t>(h);
+          const auto first = p.mask.begin() + static_cast<std::ptrdiff_t>((mb * p.mask_heads + mh) * L * S);
+          alone.mask.assign(first, first + static_cast<std::ptrdiff_t>(L * S));
+        }
+        std::vector<std::size_t> index(L * dv);
+        const std::size_t offset = p.row_flat({b, h, 0}) * dv;
+        // `disagree` maps outputs of its first argument: here the lone run.
+        for (std::size_t i = 0; i < index.size(); ++i) index[i] = offset + i;
+        const Problem together = p;
+        if (std::string f = related(p, alone, evaluate(context.kernel, alone), together, whole, index,
+                                    "batch " + std::to_string(b) + ", head " + std::to_string(h) + " run alone",
+                                    u_out, stats);
+            !f.empty())
+          return f;
+      }
+    return "";
+  });
+}
+
+}  // namespace attnspec

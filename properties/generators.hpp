@@ -1,0 +1,52 @@
+// RapidCheck generators of attention problems: shapes first, then tensors,
+// masks and options, limited to what the kernel declares it supports. Values
+// are built from integers (k * 2^e and friends) so that failures shrink to
+// simple numbers. These functions draw with `*gen` and so must be called
+// inside a property body.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "adapters/kernel.hpp"
+#include "properties/property.hpp"
+#include "reference/problem.hpp"
+
+namespace attnspec {
+
+enum class Distribution {
+  small_integers,  // k * 2^e, k in [-8, 8], e in [-2, 1]
+  uniform,         // k / 64, k in [-128, 128]
+  normal,          // a sum of three uniforms: about N(0, 1)
+  large,           // k * 2^e with e up to 3: logits in the hundreds
+  outliers,        // FlashAttention-3: normal plus, rarely, N(0, 100)
+  near_ties,       // few distinct keys, perturbed by 2^-10
+};
+
+// Which features a generated problem may use; each is further limited to
+// what the kernel's capabilities allow.
+struct Features {
+  bool bool_mask = true;
+  bool additive_mask = true;
+  bool causal = true;
+  bool softcap = true;
+  bool explicit_scale = true;
+  bool gqa = true;
+  bool dv_ne_dk = true;
+  bool fully_masked_rows = true;
+  bool long_sequences = true;  // S >= 1024 in profiles that allow it
+};
+
+Features no_features();  // everything off: plain unmasked attention
+
+Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features& features);
+Distribution draw_distribution();
+std::vector<double> draw_values(std::size_t count, FormatId format, Distribution distribution);
+// A complete problem: shape, tensors, then mask, causal, scale and softcap.
+// `adjust` may change the shape before the tensors are drawn.
+Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
+                     const std::function<void(Dims&)>& adjust = {});
+// Adds a mask (bool or additive, as allowed), possibly with fully masked rows.
+void draw_mask(Problem& p, const Capabilities& caps, const Features& features);
+
+}  // namespace attnspec

@@ -1,0 +1,215 @@
+// Shared property machinery. RapidCheck is driven through its programmatic
+// entry point with a silent listener, so nothing reaches stdout or stderr;
+// the last failing problem RapidCheck tries during shrinking is the
+// minimal counterexample.
+#include "properties/harness.hpp"
+
+#include <fcntl.h>
+#include <rapidcheck.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <numeric>
+#include <sstream>
+
+#include "spec/precision_model.hpp"
+
+namespace attnspec {
+namespace {
+
+class SilentListener final : public rc::detail::TestListener {
+ public:
+  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+// RapidCheck prints its configuration to stderr the first time it loads
+// it; load it once with stderr pointed at /dev/null.
+void load_rapidcheck_quietly() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::fflush(stderr);
+    std::cerr.flush();
+    const int saved = dup(2);
+    const int null = open("/dev/null", O_WRONLY);
+    if (saved < 0 || null < 0) {
+      rc::detail::configuration();
+      return;
+    }
+    dup2(null, 2);
+    close(null);
+    rc::detail::configuration();
+    std::cerr.flush();
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+  });
+}
+
+std::string number(double x) {
+  std::ostringstream s;
+  s.precision(17);
+  s << x;
+  return s.str();
+}
+
+}  // namespace
+
+Evaluation evaluate(Kernel& kernel, const Problem& p) {
+  Evaluation e;
+  e.got = kernel.run(p);
+  if (e.got.out.size() != p.out_size())
+    throw std::runtime_error("kernel returned " + std::to_string(e.got.out.size()) + " outputs, expected " +
+                             std::to_string(p.out_size()));
+  if (kernel.capabilities().lse && e.got.lse.size() != p.rows())
+    throw std::runtime_error("kernel returned " + std::to_string(e.got.lse.size()) + " lse values, expected " +
+                             std::to_string(p.rows()));
+  e.ref = certified_attention(p);
+  const FormatClass formats{kernel.formats().accumulate, kernel.formats().output};
+  const auto S = static_cast<std::size_t>(p.dims.kv_len), dv = static_cast<std::size_t>(p.dims.d_v);
+  e.bound.resize(p.out_size());
+  e.scale.resize(p.out_size());
+  e.lse_bound.resize(p.rows());
+  for (std::size_t row = 0; row < p.rows(); ++row) {
+    const RowBound b = precision_bound(p, p.row_index(row), formats, std::span(e.ref.weights).subspan(row * S, S),
+                                       std::span(e.ref.out).subspan(row * dv, dv), e.ref.lse[row]);
+    std::copy(b.out.begin(), b.out.end(), e.bound.begin() + static_cast<std::ptrdiff_t>(row * dv));
+    std::copy(b.scale.begin(), b.scale.end(), e.scale.begin() + static_cast<std::ptrdiff_t>(row * dv));
+    e.lse_bound[row] = b.lse;
+  }
+  return e;
+}
+
+void ErrorStats::add(double error, double bound, double scale, double u_out) {
+  if (!(scale > 0) || !std::isfinite(error)) return;
+  const double error_u = error / (u_out * scale);
+  if (error_u > max_error_u) {
+    max_error_u = error_u;
+    bound_u = bound / (u_out * scale);
+  }
+}
+
+double output_unit(const Kernel& kernel) { return format_info(kernel.formats().output).unit_roundoff; }
+
+std::string element_name(const Problem& p, std::size_t flat_output) {
+  const auto dv = static_cast<std::size_t>(p.dims.d_v);
+  const RowIndex r = p.row_index(flat_output / dv);
+  return "output (b=" + std::to_string(r.batch) + ", h=" + std::to_string(r.head) + ", i=" + std::to_string(r.query) +
+         ", t=" + std::to_string(flat_output % dv) + ")";
+}
+
+std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, ErrorStats& stats) {
+  for (std::size_t i = 0; i < e.got.out.size(); ++i) {
+    const double got = e.got.out[i], want = e.ref.out[i];
+    if (std::isnan(want)) continue;  // NaN semantics are NANPROP's
+    const double error = std::fabs(got - want);
+    stats.add(error, e.bound[i], e.scale[i], u_out);
+    if (!(error <= e.bound[i]))
+      return element_name(p, i) + " is " + number(got) + ", the certified reference " + number(want) +
+             ": error " + number(error) + " exceeds the bound " + number(e.bound[i]);
+  }
+  return "";
+}
+
+std::string disagree(const Evaluation& a, const Evaluation& b, std::span<const std::size_t> index_in_b,
+                     const std::string& relation, double u_out, ErrorStats& stats) {
+  for (std::size_t i = 0; i < index_in_b.size(); ++i) {
+    const std::size_t j = index_in_b[i];
+    const double x = a.got.out[i], y = b.got.out[j];
+    const double tolerance = a.bound[i] + b.bound[j];
+    const double difference = std::fabs(x - y);
+    stats.add(difference, tolerance, std::max(a.scale[i], b.scale[j]), u_out);
+    if (!(difference <= tolerance))
+      return relation + ": output " + std::to_string(i) + " is " + number(x) + " and " + number(y) +
+             " after the transformation; they differ by " + number(difference) + ", more than B1 + B2 = " +
+             number(tolerance);
+  }
+  return "";
+}
+
+std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, const Problem& pb, const Evaluation& b,
+                    std::span<const std::size_t> index_in_b, const std::string& relation, double u_out,
+                    ErrorStats& stats) {
+  std::string failure = disagree(a, b, index_in_b, relation, u_out, stats);
+  if (failure.empty()) return failure;
+  ErrorStats ignored;
+  if (!outside_bound(pa, a, u_out, ignored).empty()) {
+    drawn = pa;
+    return failure + " (the first problem is outside its bound; saved)";
+  }
+  drawn = pb;
+  return failure + " (the second problem is outside its bound; saved)";
+}
+
+std::vector<std::size_t> same_index(std::size_t n) {
+  std::vector<std::size_t> index(n);
+  std::iota(index.begin(), index.end(), 0);
+  return index;
+}
+
+ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
+  load_rapidcheck_quietly();
+  ClauseOutcome outcome;
+  ErrorStats stats;
+  std::optional<Problem> last_failure;
+  std::string last_message;
+  int cases = 0;
+  rc::detail::TestParams params;
+  params.seed = context.seed;
+  params.maxSuccess = context.profile.cases;
+  params.maxSize = context.profile.max_size;
+  rc::detail::TestMetadata metadata;
+  SilentListener listener;
+  const rc::detail::TestResult result = rc::detail::checkTestable(
+      [&] {
+        Problem drawn;
+        std::string failure;
+        try {
+          failure = body(drawn, stats);
+        } catch (const rc::GenerationFailure&) {
+          throw;
+        } catch (const std::exception& e) {
+          failure = std::string("exception: ") + e.what();
+        }
+        ++cases;
+        if (!failure.empty()) {
+          last_failure = drawn;
+          last_message = failure;
+          RC_FAIL(failure);
+        }
+      },
+      metadata, params, listener);
+
+  rc::detail::SuccessResult success;
+  rc::detail::FailureResult failure;
+  rc::detail::GaveUpResult gave_up;
+  rc::detail::Error error;
+  if (result.match(success)) {
+    outcome.status = Status::pass;
+    outcome.cases = success.numSuccess;
+  } else if (result.match(failure)) {
+    outcome.status = Status::fail;
+    outcome.cases = failure.numSuccess + 1;
+    outcome.counterexample = last_failure;
+    outcome.reason = last_message;
+  } else if (result.match(gave_up)) {
+    outcome.status = Status::fail;
+    outcome.cases = gave_up.numSuccess;
+    outcome.reason = "gave up: " + gave_up.description;
+  } else if (result.match(error)) {
+    outcome.status = Status::fail;
+    outcome.reason = "RapidCheck error: " + error.description;
+  }
+  if (stats.max_error_u >= 0) {
+    outcome.max_error_u = stats.max_error_u;
+    outcome.bound_u = stats.bound_u;
+  }
+  (void)cases;
+  return outcome;
+}
+
+}  // namespace attnspec

@@ -1,0 +1,70 @@
+// The machinery every property shares: running the kernel next to the
+// certified reference and the precision model's bounds, the two tolerance
+// rules of spec/SPEC.md section 7 (within B of the reference; two related
+// runs within B1 + B2 of each other), and the RapidCheck loop that finds and
+// shrinks counterexamples.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "properties/property.hpp"
+#include "reference/certified.hpp"
+
+namespace attnspec {
+
+// One kernel run with its reference and bounds.
+struct Evaluation {
+  KernelResult got;
+  ReferenceResult ref;        // certified, float64, with weights
+  std::vector<double> bound;  // B_t per output element
+  std::vector<double> scale;  // |P||V| per output element
+  std::vector<double> lse_bound;
+};
+
+// Runs the kernel (throws std::runtime_error if its output has the wrong
+// size) and the reference, and computes the bounds.
+Evaluation evaluate(Kernel& kernel, const Problem& p);
+
+// The worst error seen, in units of u_out * |P||V| (SPEC 6.7).
+struct ErrorStats {
+  double max_error_u = -1;
+  double bound_u = 0;
+  void add(double error, double bound, double scale, double u_out);
+};
+
+double output_unit(const Kernel& kernel);  // u of the kernel's output format
+
+// "" when every output is within its bound of the reference (and rows with
+// no visible key are exactly 0), else a description of the first that is not.
+std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, ErrorStats& stats);
+
+// "" when a.got.out[i] and b.got.out[index_in_b[i]] agree within
+// a.bound[i] + b.bound[index_in_b[i]] for every i, else a description.
+std::string disagree(const Evaluation& a, const Evaluation& b, std::span<const std::size_t> index_in_b,
+                     const std::string& relation, double u_out, ErrorStats& stats);
+
+// `disagree` for the problems behind a and b. On failure `drawn` becomes
+// whichever of them is outside its own bound (one must be, since their
+// exact results agree), so the saved counterexample fails on its own.
+std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, const Problem& pb, const Evaluation& b,
+                    std::span<const std::size_t> index_in_b, const std::string& relation, double u_out,
+                    ErrorStats& stats);
+
+// The identity index map for `disagree`.
+std::vector<std::size_t> same_index(std::size_t n);
+
+// A property body draws its problem into `drawn` (with *gen) and returns ""
+// or a failure description.
+using PropertyBody = std::function<std::string(Problem& drawn, ErrorStats& stats)>;
+
+// Runs the body for the profile's number of cases, shrinks the first
+// failure, and reports the shrunk problem as the counterexample.
+ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body);
+
+// "row (b, h, i) column t" for messages.
+std::string element_name(const Problem& p, std::size_t flat_output);
+
+}  // namespace attnspec

@@ -1,0 +1,48 @@
+// What a property is: a function from a kernel, a profile and a seed to the
+// outcome of one clause. Each clause of spec/clauses.cpp has exactly one
+// property (properties/registry.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "adapters/kernel.hpp"
+#include "formats/format.hpp"
+#include "reference/problem.hpp"
+
+namespace attnspec {
+
+struct Profile {
+  std::string_view name;
+  int cases;              // generated problems per clause
+  int max_size;           // RapidCheck's size bound: shapes grow with it
+  bool long_sequences;    // include S >= 1024
+};
+
+// quick, ci or full; nullptr for an unknown name.
+const Profile* find_profile(std::string_view name);
+std::string_view profile_names();  // "quick|ci|full"
+
+enum class Status { pass, fail, skip };
+std::string_view to_string(Status status);
+
+struct ClauseOutcome {
+  Status status = Status::pass;
+  int cases = 0;
+  std::optional<double> max_error_u;  // largest error seen, in units of u_out * |P||V|
+  std::optional<double> bound_u;      // the bound at that element, same units
+  std::optional<Problem> counterexample;  // shrunk; inputs representable in the kernel's input format
+  std::string reason;                 // why it failed or was skipped; informative notes
+};
+
+struct PropertyContext {
+  Kernel& kernel;
+  const Profile& profile;
+  std::uint64_t seed;
+};
+
+using PropertyFunction = ClauseOutcome (*)(PropertyContext& context);
+
+}  // namespace attnspec

@@ -1,0 +1,164 @@
+// Runs clauses against a kernel and writes the reports. Each clause gets
+// its own seed derived from the run's seed and the clause ID, so a clause's
+// verdict does not depend on which other clauses ran.
+#include "properties/runner.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "cases/io/case_dir.hpp"
+#include "properties/registry.hpp"
+#include "spec/clauses.hpp"
+
+namespace attnspec {
+namespace {
+
+std::uint64_t clause_seed(std::uint64_t seed, std::string_view clause) {
+  std::uint64_t h = 1469598103934665603ull ^ seed;  // FNV-1a over the ID
+  for (char c : clause) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+std::string fixed(double x, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*g", digits, x);
+  return buffer;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool RunReport::failed() const {
+  for (const ClauseReport& r : results)
+    if (r.outcome.status == Status::fail && (!r.informative || strict_determinism)) return true;
+  return false;
+}
+
+RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const RunOptions& options,
+                          const ResultCallback& on_result) {
+  const Profile& profile = options.profile ? *options.profile : *find_profile("quick");
+  RunReport report;
+  report.kernel = std::string(kernel_name);
+  report.profile = std::string(profile.name);
+  report.seed = options.seed;
+  report.strict_determinism = options.strict_determinism;
+  const std::string dtype(format_info(kernel.formats().input).name);
+  std::size_t position = 0;
+  for (const Clause& clause : clause_table()) {
+    const bool selected = options.clauses.empty() ||
+                          std::find(options.clauses.begin(), options.clauses.end(), clause.id) != options.clauses.end();
+    if (!selected) continue;
+    const bool mine = position++ % static_cast<std::size_t>(options.shard_count) ==
+                      static_cast<std::size_t>(options.shard_index);
+    if (!mine) continue;
+    ClauseReport r;
+    r.clause = std::string(clause.id);
+    r.dtype = dtype;
+    r.informative = clause.kind == ClauseKind::informative;
+    const auto start = std::chrono::steady_clock::now();
+    const std::string lacking = skip_reason(clause, kernel.capabilities());
+    if (!lacking.empty()) {
+      r.outcome.status = Status::skip;
+      r.outcome.reason = lacking;
+    } else {
+      PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id)};
+      r.outcome = find_property(clause.id)(context);
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r.outcome.status == Status::fail && r.outcome.counterexample && options.save_failures) {
+      const auto dir = *options.save_failures / (report.kernel + "_" + r.clause);
+      Case c;
+      c.dtype = kernel.formats().input;
+      c.problem = *r.outcome.counterexample;
+      c.provenance = {{"generator", "attnspec run"}, {"kernel", report.kernel}, {"clause", r.clause},
+                      {"profile", report.profile}, {"seed", options.seed}, {"failure", r.outcome.reason}};
+      save_case(c, dir);
+      r.counterexample_dir = dir.string();
+      r.reproduce = "attnspec check " + dir.string() + " --kernel " + report.kernel;
+    }
+    if (on_result) on_result(r);
+    report.results.push_back(std::move(r));
+  }
+  return report;
+}
+
+std::string format_line(const ClauseReport& r) {
+  std::ostringstream line;
+  std::string status(to_string(r.outcome.status));
+  if (r.informative && r.outcome.status == Status::fail) status = "DIFF";
+  char head[96];
+  std::snprintf(head, sizeof head, "%-4s  %-9s %-14s %5d cases", status.c_str(), r.clause.c_str(), r.dtype.c_str(),
+                r.outcome.cases);
+  line << head;
+  if (r.outcome.max_error_u)
+    line << "  max " << fixed(*r.outcome.max_error_u, 3) << " u, bound " << fixed(*r.outcome.bound_u, 3) << " u";
+  line << "  (" << fixed(r.seconds, 2) << " s)";
+  if (!r.outcome.reason.empty()) line << "\n        " << r.outcome.reason;
+  if (!r.reproduce.empty()) line << "\n        reproduce: " << r.reproduce;
+  return line.str();
+}
+
+nlohmann::json report_json(const RunReport& report) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const ClauseReport& r : report.results) {
+    std::string status(to_string(r.outcome.status));
+    for (char& c : status) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    results.push_back({{"clause", r.clause},
+                       {"dtype", r.dtype},
+                       {"status", status},
+                       {"cases", r.outcome.cases},
+                       {"max_error_u", r.outcome.max_error_u ? nlohmann::json(*r.outcome.max_error_u) : nlohmann::json()},
+                       {"bound_u", r.outcome.bound_u ? nlohmann::json(*r.outcome.bound_u) : nlohmann::json()},
+                       {"counterexample", r.counterexample_dir.empty() ? nlohmann::json() : nlohmann::json(r.counterexample_dir)},
+                       {"reason", r.outcome.reason},
+                       {"informative", r.informative},
+                       {"seconds", r.seconds}});
+  }
+  return {{"format", "attnspec-report/1"}, {"kernel", report.kernel}, {"profile", report.profile},
+          {"seed", report.seed}, {"results", results}};
+}
+
+std::string report_junit(const RunReport& report) {
+  std::size_t failures = 0, skipped = 0;
+  double total = 0;
+  for (const ClauseReport& r : report.results) {
+    if (r.outcome.status == Status::fail && (!r.informative || report.strict_determinism)) ++failures;
+    if (r.outcome.status == Status::skip) ++skipped;
+    total += r.seconds;
+  }
+  std::ostringstream xml;
+  xml << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  xml << "<testsuite name=\"attnspec." << xml_escape(report.kernel) << "\" tests=\"" << report.results.size()
+      << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\" time=\"" << total << "\">\n";
+  for (const ClauseReport& r : report.results) {
+    xml << "  <testcase classname=\"attnspec." << xml_escape(report.kernel) << "\" name=\"" << xml_escape(r.clause) << "."
+        << xml_escape(r.dtype) << "\" time=\"" << r.seconds << "\">";
+    if (r.outcome.status == Status::skip) {
+      xml << "<skipped message=\"" << xml_escape(r.outcome.reason) << "\"/>";
+    } else if (r.outcome.status == Status::fail && (!r.informative || report.strict_determinism)) {
+      xml << "<failure message=\"" << xml_escape(r.outcome.reason) << "\">"
+          << xml_escape(r.reproduce.empty() ? r.outcome.reason : r.reproduce) << "</failure>";
+    } else if (r.outcome.status == Status::fail) {
+      xml << "<system-out>" << xml_escape("informative: " + r.outcome.reason) << "</system-out>";
+    }
+    xml << "</testcase>\n";
+  }
+  xml << "</testsuite>\n";
+  return xml.str();
+}
+
+}  // namespace attnspec

@@ -1,0 +1,57 @@
+// The conformance run: every selected clause against one kernel, with
+// SKIP for clauses whose needs the kernel lacks, counterexamples saved as
+// case directories, sharding, and the report formats (text line, JSON
+// attnspec-report/1, JUnit XML).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "properties/property.hpp"
+
+namespace attnspec {
+
+struct RunOptions {
+  const Profile* profile = nullptr;        // default: quick
+  std::vector<std::string> clauses;        // empty: all, in table order
+  std::uint64_t seed = 1;
+  std::optional<std::filesystem::path> save_failures;  // where counterexamples go
+  int shard_index = 0, shard_count = 1;    // clause i runs in shard i % count
+  bool strict_determinism = false;         // DETERM differences fail the run
+};
+
+struct ClauseReport {
+  std::string clause;
+  std::string dtype;  // the kernel's input format
+  ClauseOutcome outcome;
+  std::string counterexample_dir;  // empty if none saved
+  std::string reproduce;           // one-line command
+  double seconds = 0;
+  bool informative = false;
+};
+
+struct RunReport {
+  std::string kernel;
+  std::string profile;
+  std::uint64_t seed = 0;
+  std::vector<ClauseReport> results;
+  bool failed() const;  // a FAIL that counts (informative ones only under strict_determinism)
+  bool strict_determinism = false;
+};
+
+using ResultCallback = std::function<void(const ClauseReport&)>;
+
+// Runs the clauses; calls on_result after each (progress output).
+RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const RunOptions& options,
+                          const ResultCallback& on_result = {});
+
+std::string format_line(const ClauseReport& r);  // "PASS  SCALE  bfloat16  30 cases  max 0.98 u  bound 1.06 u"
+nlohmann::json report_json(const RunReport& report);
+std::string report_junit(const RunReport& report);
+
+}  // namespace attnspec
