@@ -38,6 +38,15 @@ ClauseOutcome check_lse(PropertyContext& context) {
   });
 }
 
+namespace {
+// FlashAttention's floor, 2 |(r + 0.3 - 0.3) - r| in the output format with
+// r the reference rounded to it: a few roundings at the output's magnitude.
+double rounding_floor(double exact, FormatId format) {
+  const double r = round_to_format(exact, format), c = round_to_format(0.3, format);
+  return 2 * std::fabs(round_to_format(round_to_format(r + c, format) - c, format) - r);
+}
+}  // namespace
+
 // The FlashAttention criterion compares maxima over whole test tensors; on
 // one tiny problem both maxima are a rounding or two and their ratio is
 // noise. So the maxima are taken over all of the run's problems, and the
@@ -45,7 +54,6 @@ ClauseOutcome check_lse(PropertyContext& context) {
 ClauseOutcome check_precrel(PropertyContext& context) {
   const KernelFormats formats = context.kernel.formats();
   const std::unique_ptr<Kernel> naive = make_naive_kernel(formats.accumulate, formats.output);
-  const double u_out = output_unit(context.kernel);
   double kernel_error = 0, naive_error = 0, floor = 0;
   std::optional<Problem> worst;
   ClauseOutcome outcome = run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
@@ -61,7 +69,7 @@ ClauseOutcome check_precrel(PropertyContext& context) {
         worst = p;
       }
       naive_error = std::max(naive_error, std::fabs(baseline.out[i] - want));
-      floor = std::max(floor, u_out * std::fabs(want));
+      floor = std::max(floor, rounding_floor(want, formats.output));
     }
     return "";
   });

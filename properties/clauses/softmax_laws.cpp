@@ -145,8 +145,8 @@ ClauseOutcome check_convex(PropertyContext& context) {
 
 ClauseOutcome check_uniform(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
-  Features plain = no_features();
-  plain.gqa = plain.dv_ne_dk = plain.softcap = plain.explicit_scale = true;
+  Features plain;  // finite additive mask values would make the logits unequal
+  plain.additive_mask = false;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, plain);
     const Problem original = p;

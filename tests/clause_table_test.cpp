@@ -1,0 +1,67 @@
+// One source of truth: the clause table, the registered properties and the
+// section headings of spec/SPEC.md section 7 name the same clauses, in the
+// same order, with the same titles; every section has its five parts.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "properties/registry.hpp"
+#include "spec/clauses.hpp"
+
+namespace attnspec {
+namespace {
+
+struct SpecSection {
+  std::string heading;  // "ID: title"
+  std::string body;
+};
+
+std::vector<SpecSection> clause_sections() {
+  std::ifstream in(ATTNSPEC_SOURCE_DIR "/spec/SPEC.md");
+  std::vector<SpecSection> sections;
+  std::string line;
+  bool in_clauses = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_clauses = line.rfind("## 7.", 0) == 0;
+    if (!in_clauses) continue;
+    if (line.rfind("### ", 0) == 0) sections.push_back({line.substr(4), ""});
+    else if (!sections.empty()) sections.back().body += line + "\n";
+  }
+  return sections;
+}
+
+TEST(ClauseTable, SpecSectionsMatchTheTable) {
+  const std::vector<SpecSection> sections = clause_sections();
+  ASSERT_EQ(sections.size(), clause_table().size());
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const Clause& c = clause_table()[i];
+    EXPECT_EQ(sections[i].heading, std::string(c.id) + ": " + std::string(c.title));
+    for (const char* part : {"**Statement.**", "**Rationale.**", "**Check.**", "**Tolerance.**", "**Needs.**"})
+      EXPECT_NE(sections[i].body.find(part), std::string::npos) << c.id << " lacks " << part;
+  }
+}
+
+TEST(ClauseTable, EveryClauseHasExactlyOneProperty) {
+  std::vector<std::string> table, registered;
+  for (const Clause& c : clause_table()) table.emplace_back(c.id);
+  for (const RegisteredProperty& p : registered_properties()) registered.emplace_back(p.clause);
+  EXPECT_EQ(table, registered);
+  EXPECT_EQ(std::set<std::string>(table.begin(), table.end()).size(), table.size()) << "duplicate clause IDs";
+}
+
+TEST(ClauseTable, SkipReasonsNameTheMissingCapability) {
+  Capabilities none;
+  EXPECT_EQ(skip_reason(*find_clause("PREC"), none), "");
+  EXPECT_NE(skip_reason(*find_clause("SOFTCAP"), none).find("softcap"), std::string::npos);
+  EXPECT_NE(skip_reason(*find_clause("GQA"), none).find("GQA"), std::string::npos);
+  Capabilities causal;
+  causal.causal_bottom_right = true;
+  EXPECT_EQ(skip_reason(*find_clause("CAUSAL"), causal), "");
+}
+
+}  // namespace
+}  // namespace attnspec
