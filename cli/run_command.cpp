@@ -17,7 +17,7 @@ namespace attnspec::cli {
 namespace {
 
 struct RunArgs {
-  std::string kernel;
+  std::vector<std::string> kernels;
   std::string dtype;
   std::string profile = "quick";
   std::vector<std::string> clauses;
@@ -30,25 +30,21 @@ std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
   std::unique_ptr<Kernel> kernel = make_kernel(name);
   if (kernel) return kernel;
   std::string known;
-  for (const KernelEntry& entry : builtin_kernels()) known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  for (const KernelEntry& entry : builtin_kernels()) {
+    if (!known.empty()) known += ", ";
+    known += entry.name;
+  }
   throw InputError("--kernel", "", "unknown kernel '" + name + "' (built-in: " + known + "; see attnspec kernels)");
 }
 
-int run(const RunArgs& args) {
-  std::unique_ptr<Kernel> kernel = kernel_or_error(args.kernel);
+// Options shared by every kernel of the run, checked before anything runs.
+RunOptions parse_options(const RunArgs& args) {
   RunOptions options;
   options.profile = find_profile(args.profile);
   if (!options.profile)
     throw InputError("--profile", "", "unknown profile '" + args.profile + "' (expected " + std::string(profile_names()) + ")");
   for (const std::string& id : args.clauses)
     if (!find_clause(id)) throw InputError("--clause", "", "unknown clause '" + id + "' (see spec/SPEC.md section 7)");
-  if (!args.dtype.empty()) {
-    const auto format = parse_format(args.dtype);
-    if (!format) throw InputError("--dtype", "", "unknown format '" + args.dtype + "' (expected " + std::string(format_names()) + ")");
-    if (*format != kernel->formats().input)
-      throw InputError("--dtype", "", "kernel " + args.kernel + " takes " + std::string(format_info(kernel->formats().input).name) +
-                                          " inputs, not " + args.dtype);
-  }
   if (!args.shard.empty()) {
     int index = -1, count = 0;
     char slash = 0;
@@ -62,24 +58,53 @@ int run(const RunArgs& args) {
   options.seed = args.seed;
   options.strict_determinism = args.strict_determinism;
   if (!args.save_failures.empty()) options.save_failures = args.save_failures;
+  return options;
+}
 
-  const KernelFormats f = kernel->formats();
-  std::cout << "attnspec run: kernel " << args.kernel << " (input " << format_info(f.input).name << ", accumulate "
-            << format_info(f.accumulate).name << ", output " << format_info(f.output).name << "), profile "
-            << options.profile->name << ", seed " << args.seed << "\n";
-  const RunReport report = run_conformance(*kernel, args.kernel, options, [](const ClauseReport& r) {
-    std::cout << format_line(r) << "\n" << std::flush;
-  });
-  std::size_t pass = 0, fail = 0, skip = 0;
-  for (const ClauseReport& r : report.results) {
-    if (r.outcome.status == Status::pass) ++pass;
-    if (r.outcome.status == Status::fail) ++fail;
-    if (r.outcome.status == Status::skip) ++skip;
+int run(const RunArgs& args) {
+  std::vector<std::string> names = args.kernels;
+  if (names.size() == 1 && names.front() == "all") {
+    names.clear();
+    for (const KernelEntry& entry : builtin_kernels()) names.emplace_back(entry.name);
   }
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  for (const std::string& name : names) kernels.push_back(kernel_or_error(name));
+  if (kernels.size() > 1 && (!args.json.empty() || !args.junit.empty() || !args.dtype.empty()))
+    throw InputError("--json/--junit/--dtype", "", "take one --kernel at a time");
+  if (!args.dtype.empty()) {
+    const auto format = parse_format(args.dtype);
+    if (!format) throw InputError("--dtype", "", "unknown format '" + args.dtype + "' (expected " + std::string(format_names()) + ")");
+    if (*format != kernels.front()->formats().input)
+      throw InputError("--dtype", "", "kernel " + names.front() + " takes " +
+                                          std::string(format_info(kernels.front()->formats().input).name) + " inputs, not " + args.dtype);
+  }
+  const RunOptions options = parse_options(args);
+
+  std::vector<RunReport> reports;
+  std::size_t pass = 0, fail = 0, skip = 0;
+  for (std::size_t k = 0; k < kernels.size(); ++k) {
+    const KernelFormats f = kernels[k]->formats();
+    std::cout << "attnspec run: kernel " << names[k] << " (input " << format_info(f.input).name << ", accumulate "
+              << format_info(f.accumulate).name << ", output " << format_info(f.output).name << "), profile "
+              << options.profile->name << ", seed " << args.seed << "\n";
+    reports.push_back(run_conformance(*kernels[k], names[k], options, [](const ClauseReport& r) {
+      std::cout << format_line(r) << "\n" << std::flush;
+    }));
+    for (const ClauseReport& r : reports.back().results) {
+      if (r.outcome.status == Status::pass) ++pass;
+      if (r.outcome.status == Status::fail) ++fail;
+      if (r.outcome.status == Status::skip) ++skip;
+    }
+  }
+  if (kernels.size() > 1) std::cout << "\nConformance matrix (" << options.profile->name << " profile, seed " << args.seed
+                                    << "; largest error in u of the output format times |P||V|):\n\n"
+                                    << format_matrix(reports) << "\n";
   std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped\n";
-  if (!args.json.empty()) write_file_atomically(args.json, report_json(report).dump(2) + "\n");
-  if (!args.junit.empty()) write_file_atomically(args.junit, report_junit(report));
-  return report.failed() ? 1 : 0;
+  if (!args.json.empty()) write_file_atomically(args.json, report_json(reports.front()).dump(2) + "\n");
+  if (!args.junit.empty()) write_file_atomically(args.junit, report_junit(reports.front()));
+  for (const RunReport& report : reports)
+    if (report.failed()) return 1;
+  return 0;
 }
 
 }  // namespace
@@ -93,7 +118,7 @@ Command add_run_command(CLI::App& app) {
       "failure's shrunk counterexample is saved as a case directory with a command that reproduces\n"
       "it. Exit status: 0 all pass or skip, 1 a failure, 2 usage error or bad input.\n\n"
       "Example: attnspec run --kernel online-bf16 --profile ci --json report.json");
-  sub->add_option("--kernel", args->kernel, "kernel to test (see: attnspec kernels)")->required();
+  sub->add_option("--kernel", args->kernels, "kernel(s) to test (see: attnspec kernels); repeatable; 'all' for every built-in one, with a clause x kernel matrix at the end")->required();
   sub->add_option("--dtype", args->dtype, "input format to test; must be the kernel's (" + std::string(format_names()) + ")");
   sub->add_option("--profile", args->profile, "quick (default; about 30 cases a clause), ci (100, with S >= 1024), full (500)");
   sub->add_option("--clause", args->clauses, "run only these clauses (IDs of spec/SPEC.md section 7); repeatable");

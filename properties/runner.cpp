@@ -112,6 +112,33 @@ std::string format_line(const ClauseReport& r) {
   return line.str();
 }
 
+std::string format_matrix(const std::vector<RunReport>& reports) {
+  std::ostringstream table;
+  table << "| clause |";
+  for (const RunReport& r : reports) table << " " << r.kernel << " |";
+  table << "\n|---|";
+  for (std::size_t i = 0; i < reports.size(); ++i) table << "---|";
+  table << "\n";
+  for (const Clause& clause : clause_table()) {
+    bool any = false;
+    std::ostringstream row;
+    row << "| " << clause.id << " |";
+    for (const RunReport& report : reports) {
+      std::string cell = " ";
+      for (const ClauseReport& r : report.results) {
+        if (r.clause != clause.id) continue;
+        any = true;
+        cell = r.informative && r.outcome.status == Status::fail ? "DIFF" : std::string(to_string(r.outcome.status));
+        if (r.outcome.status != Status::skip && r.outcome.max_error_u)
+          cell += " " + fixed(*r.outcome.max_error_u, 2) + " u";
+      }
+      row << " " << cell << " |";
+    }
+    if (any) table << row.str() << "\n";
+  }
+  return table.str();
+}
+
 nlohmann::json report_json(const RunReport& report) {
   nlohmann::json results = nlohmann::json::array();
   for (const ClauseReport& r : report.results) {

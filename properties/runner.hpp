@@ -50,7 +50,9 @@ using ResultCallback = std::function<void(const ClauseReport&)>;
 RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const RunOptions& options,
                           const ResultCallback& on_result = {});
 
-std::string format_line(const ClauseReport& r);  // "PASS  SCALE  bfloat16  30 cases  max 0.98 u  bound 1.06 u"
+std::string format_line(const ClauseReport& r);
+// The conformance matrix, clause x kernel, as a Markdown table.
+std::string format_matrix(const std::vector<RunReport>& reports);  // "PASS  SCALE  bfloat16  30 cases  max 0.98 u  bound 1.06 u"
 nlohmann::json report_json(const RunReport& report);
 std::string report_junit(const RunReport& report);
 

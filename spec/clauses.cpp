@@ -58,7 +58,9 @@ const Clause* find_clause(std::string_view id) {
 std::string skip_reason(const Clause& clause, const Capabilities& c) {
   std::string reason;
   const auto lacks = [&](unsigned need, bool has, const char* what) {
-    if ((clause.needs & need) && !has) reason += (reason.empty() ? "kernel lacks " : ", ") + std::string(what);
+    if (!(clause.needs & need) || has) return;
+    reason += reason.empty() ? "kernel lacks " : ", ";
+    reason += what;
   };
   lacks(kNeedsBoolMask, c.bool_mask, "bool masks");
   lacks(kNeedsAdditiveMask, c.additive_mask, "additive masks");

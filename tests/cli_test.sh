@@ -72,5 +72,30 @@ import json; p = '$work/wrong/expected.json'; e = json.load(open(p)); e['out'][0
 check "mismatch with expected.json" run 1 reference "$work/wrong"
 check "mismatch message" says "FIRST MISMATCH out\[0\]"
 
+# kernels, run, check.
+check "kernels" run 0 kernels
+check "kernels lists online-bf16" says "online-bf16  input bfloat16"
+check "run with reports" run 0 run --kernel online-bf16 --clause PREC --clause FULLMASK --json "$work/report.json" \
+  --junit "$work/report.xml" --save-failures "$work/failures"
+check "run prints the clause line" says "PASS  PREC"
+check "report.json" "$python" -c "
+import json, sys; r = json.load(open('$work/report.json'))
+assert r['format'] == 'attnspec-report/1' and r['kernel'] == 'online-bf16', r
+assert [x['clause'] for x in r['results']] == ['FULLMASK', 'PREC'], r
+assert all(x['status'] == 'pass' and x['dtype'] == 'bfloat16' for x in r['results'])"
+check "report.xml" grep -q '<testcase classname="attnspec.online-bf16" name="PREC.bfloat16"' "$work/report.xml"
+check "unknown kernel" run 2 run --kernel nope
+check "unknown kernel message" says "unknown kernel 'nope'"
+check "unknown clause" run 2 run --kernel online-bf16 --clause NOPE
+check "unknown profile" run 2 run --kernel online-bf16 --profile slow
+check "bad shard" run 2 run --kernel online-bf16 --shard 3/2
+check "dtype the kernel lacks" run 2 run --kernel online-bf16 --dtype float32
+check "json with two kernels" run 2 run --kernel naive-f64 --kernel online-f32 --json "$work/x.json"
+check "check a golden case" run 0 check "$source_dir/cases/golden/seed_matrix" --kernel naive-f64
+check "check says PASS" says "PASS"
+check "check a case the kernel cannot represent" run 2 check "$source_dir/cases/golden/midpoint_tie" --kernel online-bf16
+check "representability message" says "not all representable"
+check "check a case the kernel lacks features for" run 0 check "$source_dir/cases/golden/gqa" --kernel online-f32
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

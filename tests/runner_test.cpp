@@ -1,0 +1,78 @@
+// The runner end to end with a kernel that has a real bug (scale by
+// 1/sqrt(d_model), seed 000's warning): the clause fails, the shrunk
+// counterexample is saved as a small case directory, and that case fails
+// on its own against the certified reference, as `attnspec check` does it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "adapters/online/online_kernel.hpp"
+#include "cases/io/case_dir.hpp"
+#include "properties/harness.hpp"
+#include "properties/runner.hpp"
+
+namespace attnspec {
+namespace {
+
+class ModelWidthScaleKernel final : public Kernel {
+ public:
+  std::string name() const override { return "model-width-scale"; }
+  KernelFormats formats() const override { return inner_->formats(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  KernelResult run(const Problem& p) override {
+    Problem wrong = p;
+    if (!p.scale) wrong.scale = 1.0 / std::sqrt(static_cast<double>(p.dims.d_k * p.dims.q_heads));
+    return inner_->run(wrong);
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_ = make_online_f32();
+};
+
+TEST(Runner, CatchesShrinksSavesAndReproduces) {
+  const auto dir = std::filesystem::temp_directory_path() / ("attnspec_runner_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ModelWidthScaleKernel kernel;
+  RunOptions options;
+  options.clauses = {"SCALE", "ROWSUM"};
+  options.save_failures = dir;
+  const RunReport report = run_conformance(kernel, kernel.name(), options);
+  ASSERT_EQ(report.results.size(), 2u);
+  const ClauseReport& scale = report.results[0];
+  EXPECT_EQ(scale.outcome.status, Status::fail);
+  EXPECT_TRUE(report.failed());
+  EXPECT_EQ(report.results[1].outcome.status, Status::pass);  // rows still sum to one
+  ASSERT_FALSE(scale.counterexample_dir.empty());
+  EXPECT_NE(scale.reproduce.find("attnspec check"), std::string::npos);
+
+  const Case saved = load_case(scale.counterexample_dir);
+  const Dims& d = saved.problem.dims;
+  EXPECT_LE(d.q_len * d.kv_len * d.d_k, 64) << "counterexample not shrunk";
+  EXPECT_EQ(saved.provenance["clause"], "SCALE");
+  ErrorStats stats;
+  EXPECT_FALSE(outside_bound(saved.problem, evaluate(kernel, saved.problem), output_unit(kernel), stats).empty());
+
+  const nlohmann::json json = report_json(report);
+  EXPECT_EQ(json["format"], "attnspec-report/1");
+  EXPECT_EQ(json["results"][0]["status"], "fail");
+  EXPECT_EQ(json["results"][0]["counterexample"], scale.counterexample_dir);
+  EXPECT_NE(report_junit(report).find("<failure"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Runner, ShardsSplitTheClauses) {
+  auto kernel = make_online_bf16();
+  std::size_t total = 0;
+  for (int shard = 0; shard < 3; ++shard) {
+    RunOptions options;
+    options.clauses = {"SCALE", "ROWSUM", "CONVEX", "FULLMASK", "GQA"};
+    options.shard_index = shard;
+    options.shard_count = 3;
+    total += run_conformance(*kernel, "online-bf16", options).results.size();
+  }
+  EXPECT_EQ(total, 5u);
+}
+
+}  // namespace
+}  // namespace attnspec
