@@ -120,7 +120,7 @@ Command add_run_command(CLI::App& app) {
       "Example: attnspec run --kernel online-bf16 --profile ci --json report.json");
   sub->add_option("--kernel", args->kernels, "kernel(s) to test (see: attnspec kernels); repeatable; 'all' for every built-in one, with a clause x kernel matrix at the end")->required();
   sub->add_option("--dtype", args->dtype, "input format to test; must be the kernel's (" + std::string(format_names()) + ")");
-  sub->add_option("--profile", args->profile, "quick (default; about 30 cases a clause), ci (100, with S >= 1024), full (500)");
+  sub->add_option("--profile", args->profile, "quick (default; 100 cases a clause), ci (300, with S >= 1024), full (1000)");
   sub->add_option("--clause", args->clauses, "run only these clauses (IDs of spec/SPEC.md section 7); repeatable");
   sub->add_option("--seed", args->seed, "seed of the generators (default 1); the same seed gives the same run");
   sub->add_option("--json", args->json, "write the attnspec-report/1 JSON report to FILE");

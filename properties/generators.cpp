@@ -70,6 +70,11 @@ Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features&
   }
   d.d_k = *rc::gen::element(1, 2, 3, 4, 5, 8, 16);
   d.d_v = features.dv_ne_dk && caps.dv_ne_dk ? *rc::gen::element(1, 2, 3, 4, 7, 8) : d.d_k;
+  // Within the kernel's declared size: fewer keys, then fewer rows.
+  const auto logits = [&] { return static_cast<std::size_t>(d.batch) * d.q_heads * d.q_len * d.kv_len; };
+  while (logits() > caps.max_elements && d.kv_len > 1) d.kv_len = std::max(1, d.kv_len / 2);
+  while (logits() > caps.max_elements && d.q_len > 1) d.q_len = std::max(1, d.q_len / 2);
+  while (logits() > caps.max_elements && d.batch > 1) --d.batch;
   return d;
 }
 

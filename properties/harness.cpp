@@ -85,10 +85,13 @@ Evaluation evaluate(Kernel& kernel, const Problem& p) {
 }
 
 void ErrorStats::add(double error, double bound, double scale, double u_out) {
-  if (!(scale > 0) || !std::isfinite(error)) return;
-  const double error_u = error / (u_out * scale);
-  if (error_u > max_error_u) {
-    max_error_u = error_u;
+  // Elements whose |P||V| is (nearly) zero have no meaningful units; they
+  // are still checked against their bounds.
+  if (!(scale * u_out > 1e-300) || !std::isfinite(error) || !(bound > 0) || !std::isfinite(bound)) return;
+  const double ratio = error / bound;
+  if (ratio > max_ratio) {
+    max_ratio = ratio;
+    max_error_u = error / (u_out * scale);
     bound_u = bound / (u_out * scale);
   }
 }

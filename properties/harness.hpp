@@ -28,10 +28,14 @@ struct Evaluation {
 // size) and the reference, and computes the bounds.
 Evaluation evaluate(Kernel& kernel, const Problem& p);
 
-// The worst error seen, in units of u_out * |P||V| (SPEC 6.7).
+// The element that used the largest fraction of its bound, with its error
+// and bound in units of u_out * |P||V| (SPEC 6.7). Reporting the largest
+// raw error instead would show ill-conditioned elements (huge logits,
+// huge bounds) whose error says nothing about the kernel.
 struct ErrorStats {
-  double max_error_u = -1;
+  double max_error_u = -1;  // at the element with the largest error / bound
   double bound_u = 0;
+  double max_ratio = -1;
   void add(double error, double bound, double scale, double u_out);
 };
 

@@ -6,9 +6,9 @@
 namespace attnspec {
 namespace {
 constexpr std::array kProfiles = {
-    Profile{"quick", 30, 40, false},
-    Profile{"ci", 100, 100, true},
-    Profile{"full", 500, 100, true},
+    Profile{"quick", 100, 100, false},
+    Profile{"ci", 300, 100, true},
+    Profile{"full", 1000, 100, true},
 };
 }  // namespace
 

@@ -31,8 +31,8 @@ std::string_view to_string(Status status);
 struct ClauseOutcome {
   Status status = Status::pass;
   int cases = 0;
-  std::optional<double> max_error_u;  // largest error seen, in units of u_out * |P||V|
-  std::optional<double> bound_u;      // the bound at that element, same units
+  std::optional<double> max_error_u;  // error at the element nearest its bound, in u_out * |P||V|
+  std::optional<double> bound_u;      // that element's bound, same units
   std::optional<Problem> counterexample;  // shrunk; inputs representable in the kernel's input format
   std::string reason;                 // why it failed or was skipped; informative notes
 };

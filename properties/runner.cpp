@@ -105,7 +105,7 @@ std::string format_line(const ClauseReport& r) {
                 r.outcome.cases);
   line << head;
   if (r.outcome.max_error_u)
-    line << "  max " << fixed(*r.outcome.max_error_u, 3) << " u, bound " << fixed(*r.outcome.bound_u, 3) << " u";
+    line << "  worst " << fixed(*r.outcome.max_error_u, 3) << " u of bound " << fixed(*r.outcome.bound_u, 3) << " u";
   line << "  (" << fixed(r.seconds, 2) << " s)";
   if (!r.outcome.reason.empty()) line << "\n        " << r.outcome.reason;
   if (!r.reproduce.empty()) line << "\n        reproduce: " << r.reproduce;
@@ -129,8 +129,11 @@ std::string format_matrix(const std::vector<RunReport>& reports) {
         if (r.clause != clause.id) continue;
         any = true;
         cell = r.informative && r.outcome.status == Status::fail ? "DIFF" : std::string(to_string(r.outcome.status));
-        if (r.outcome.status != Status::skip && r.outcome.max_error_u)
-          cell += " " + fixed(*r.outcome.max_error_u, 2) + " u";
+        if (r.outcome.status != Status::skip && r.outcome.max_error_u) {
+          cell += ' ';
+          cell += fixed(*r.outcome.max_error_u, 2);
+          cell += " u";
+        }
       }
       row << " " << cell << " |";
     }
