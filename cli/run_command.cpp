@@ -97,7 +97,7 @@ int run(const RunArgs& args) {
     }
   }
   if (kernels.size() > 1) std::cout << "\nConformance matrix (" << options.profile->name << " profile, seed " << args.seed
-                                    << "; largest error in u of the output format times |P||V|):\n\n"
+                                    << "; each cell: the largest error / bound over the clause's checks):\n\n"
                                     << format_matrix(reports) << "\n";
   std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped\n";
   if (!args.json.empty()) write_file_atomically(args.json, report_json(reports.front()).dump(2) + "\n");

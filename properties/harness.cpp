@@ -210,6 +210,7 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   if (stats.max_error_u >= 0) {
     outcome.max_error_u = stats.max_error_u;
     outcome.bound_u = stats.bound_u;
+    outcome.bound_used = stats.max_ratio;
   }
   (void)cases;
   return outcome;

@@ -33,6 +33,7 @@ struct ClauseOutcome {
   int cases = 0;
   std::optional<double> max_error_u;  // error at the element nearest its bound, in u_out * |P||V|
   std::optional<double> bound_u;      // that element's bound, same units
+  std::optional<double> bound_used;   // largest error / bound over all checked elements
   std::optional<Problem> counterexample;  // shrunk; inputs representable in the kernel's input format
   std::string reason;                 // why it failed or was skipped; informative notes
 };

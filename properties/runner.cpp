@@ -105,7 +105,8 @@ std::string format_line(const ClauseReport& r) {
                 r.outcome.cases);
   line << head;
   if (r.outcome.max_error_u)
-    line << "  worst " << fixed(*r.outcome.max_error_u, 3) << " u of bound " << fixed(*r.outcome.bound_u, 3) << " u";
+    line << "  worst " << fixed(*r.outcome.max_error_u, 3) << " u of bound " << fixed(*r.outcome.bound_u, 3) << " u ("
+         << fixed(100 * *r.outcome.bound_used, 3) << "% of bound)";
   line << "  (" << fixed(r.seconds, 2) << " s)";
   if (!r.outcome.reason.empty()) line << "\n        " << r.outcome.reason;
   if (!r.reproduce.empty()) line << "\n        reproduce: " << r.reproduce;
@@ -129,10 +130,10 @@ std::string format_matrix(const std::vector<RunReport>& reports) {
         if (r.clause != clause.id) continue;
         any = true;
         cell = r.informative && r.outcome.status == Status::fail ? "DIFF" : std::string(to_string(r.outcome.status));
-        if (r.outcome.status != Status::skip && r.outcome.max_error_u) {
+        if (r.outcome.status != Status::skip && r.outcome.bound_used) {
           cell += ' ';
-          cell += fixed(*r.outcome.max_error_u, 2);
-          cell += " u";
+          cell += fixed(100 * *r.outcome.bound_used, 3);
+          cell += '%';
         }
       }
       row << " " << cell << " |";
@@ -153,6 +154,7 @@ nlohmann::json report_json(const RunReport& report) {
                        {"cases", r.outcome.cases},
                        {"max_error_u", r.outcome.max_error_u ? nlohmann::json(*r.outcome.max_error_u) : nlohmann::json()},
                        {"bound_u", r.outcome.bound_u ? nlohmann::json(*r.outcome.bound_u) : nlohmann::json()},
+                       {"bound_used", r.outcome.bound_used ? nlohmann::json(*r.outcome.bound_used) : nlohmann::json()},
                        {"counterexample", r.counterexample_dir.empty() ? nlohmann::json() : nlohmann::json(r.counterexample_dir)},
                        {"reason", r.outcome.reason},
                        {"informative", r.informative},

@@ -68,6 +68,7 @@ ClauseOutcome check_golden(PropertyContext& context) {
   if (stats.max_error_u >= 0) {
     outcome.max_error_u = stats.max_error_u;
     outcome.bound_u = stats.bound_u;
+    outcome.bound_used = stats.max_ratio;
   }
   if (outcome.cases == 0) {
     outcome.status = Status::skip;
