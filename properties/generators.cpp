@@ -13,7 +13,9 @@ namespace attnspec {
 namespace {
 
 // An integer in [low, high] that shrinks towards 0 (RapidCheck's inRange
-// shrinks towards `low`), so counterexamples end with simple values.
+// shrinks towards `low`), so counterexamples end with simple values. For the
+// same reason every optional feature is switched on by a roll's largest
+// value: shrinking the roll towards 0 switches the feature off.
 int draw_in(int low, int high) {
   if (low >= 0) return *rc::gen::inRange(low, high + 1);
   const int magnitude = *rc::gen::inRange(0, std::max(-low, high) + 1);
@@ -39,7 +41,7 @@ double draw_value(FormatId format, Distribution distribution) {
       break;
     case Distribution::outliers:
       x = (draw_in(-64, 64) + draw_in(-64, 64) + draw_in(-64, 64)) / 64.0;
-      if (*rc::gen::inRange(0, 1000) == 0) x += (draw_in(-64, 64) + draw_in(-64, 64) + draw_in(-64, 64)) / 6.4;
+      if (*rc::gen::inRange(0, 1000) == 999) x += (draw_in(-64, 64) + draw_in(-64, 64) + draw_in(-64, 64)) / 6.4;
       break;
   }
   return round_to_format(x, format);
@@ -62,7 +64,11 @@ Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features&
   d.q_heads = d.kv_heads * group;
   d.q_len = draw_in(1, 8);
   // Mostly short; sometimes beyond a 32-key tile; in ci and full sometimes long.
-  const int length_class = *rc::gen::weightedElement<int>({{8, 0}, {2, 1}, {profile.long_sequences && features.long_sequences ? 1 : 0, 2}});
+  // A roll that shrinks to 0, i.e. to short sequences: 8 in 11 short, 2
+  // beyond a tile, 1 long where allowed (else short).
+  const int roll = *rc::gen::inRange(0, 11);
+  const bool long_allowed = profile.long_sequences && features.long_sequences;
+  const int length_class = roll < 8 ? 0 : roll < 10 ? 1 : long_allowed ? 2 : 0;
   d.kv_len = length_class == 0 ? draw_in(1, 8) : length_class == 1 ? draw_in(33, 80) : draw_in(1024, 1100);
   if (length_class == 2) {  // keep the certified reference affordable
     d.batch = 1;
@@ -104,9 +110,9 @@ void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
   const bool padding = *rc::gen::arbitrary<bool>();
   const std::size_t padded = padding ? static_cast<std::size_t>(draw_in(0, p.dims.kv_len - 1)) : S;
   for (std::size_t row = 0; row < rows; ++row) {
-    const bool fully_masked = features.fully_masked_rows && *rc::gen::inRange(0, 8) == 0;
+    const bool fully_masked = features.fully_masked_rows && *rc::gen::inRange(0, 8) == 7;
     for (std::size_t j = 0; j < S; ++j) {
-      const bool blocked = fully_masked || j >= padded || (!padding && *rc::gen::inRange(0, 4) == 0);
+      const bool blocked = fully_masked || j >= padded || (!padding && *rc::gen::inRange(0, 4) == 3);
       double& m = p.mask[row * S + j];
       if (kind == 1) m = blocked ? 0.0 : 1.0;
       else m = blocked ? -INFINITY : std::ldexp(draw_in(-8, 8), draw_in(-3, 0));
@@ -138,12 +144,12 @@ Problem draw_problem(const Kernel& kernel, const Profile& profile, const Feature
   }
   p.v = draw_values(B * d.kv_heads * S * d.d_v, format, distribution);
   draw_mask(p, caps, features);
-  if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) && *rc::gen::inRange(0, 3) == 0)
+  if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) && *rc::gen::inRange(0, 3) == 2)
     p.causal = caps.causal_top_left && (!caps.causal_bottom_right || *rc::gen::arbitrary<bool>()) ? Causal::top_left
                                                                                                    : Causal::bottom_right;
-  if (features.explicit_scale && caps.explicit_scale && *rc::gen::inRange(0, 3) == 0)
+  if (features.explicit_scale && caps.explicit_scale && *rc::gen::inRange(0, 3) == 2)
     p.scale = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
-  if (features.softcap && caps.softcap && *rc::gen::inRange(0, 4) == 0) p.softcap = draw_in(1, 30);
+  if (features.softcap && caps.softcap && *rc::gen::inRange(0, 4) == 3) p.softcap = draw_in(1, 30);
   return p;
 }
 

@@ -160,7 +160,6 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   ErrorStats stats;
   std::optional<Problem> last_failure;
   std::string last_message;
-  int cases = 0;
   rc::detail::TestParams params;
   params.seed = context.seed;
   params.maxSuccess = context.profile.cases;
@@ -178,7 +177,6 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
         } catch (const std::exception& e) {
           failure = std::string("exception: ") + e.what();
         }
-        ++cases;
         if (!failure.empty()) {
           last_failure = drawn;
           last_message = failure;
@@ -212,7 +210,6 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     outcome.bound_u = stats.bound_u;
     outcome.bound_used = stats.max_ratio;
   }
-  (void)cases;
   return outcome;
 }
 

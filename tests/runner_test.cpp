@@ -35,14 +35,15 @@ TEST(Runner, CatchesShrinksSavesAndReproduces) {
   std::filesystem::remove_all(dir);
   ModelWidthScaleKernel kernel;
   RunOptions options;
-  options.clauses = {"SCALE", "ROWSUM"};
+  options.clauses = {"SCALE", "FULLMASK"};
   options.save_failures = dir;
   const RunReport report = run_conformance(kernel, kernel.name(), options);
   ASSERT_EQ(report.results.size(), 2u);
   const ClauseReport& scale = report.results[0];
   EXPECT_EQ(scale.outcome.status, Status::fail);
   EXPECT_TRUE(report.failed());
-  EXPECT_EQ(report.results[1].outcome.status, Status::pass);  // rows still sum to one
+  EXPECT_EQ(report.results[0].clause, "SCALE");
+  EXPECT_EQ(report.results[1].outcome.status, Status::pass);  // fully masked rows are still exactly 0
   ASSERT_FALSE(scale.counterexample_dir.empty());
   EXPECT_NE(scale.reproduce.find("attnspec check"), std::string::npos);
 

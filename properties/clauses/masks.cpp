@@ -24,7 +24,7 @@ int add_padding_mask(Problem& p) {
   p.mask.assign(static_cast<std::size_t>(p.dims.q_len) * S, 1.0);
   for (int i = 0; i < p.dims.q_len; ++i)
     for (int j = 0; j < S; ++j)
-      if (j >= first_blocked || *rc::gen::inRange(0, 5) == 0) p.mask[static_cast<std::size_t>(i) * S + j] = 0.0;
+      if (j >= first_blocked || *rc::gen::inRange(0, 5) == 4) p.mask[static_cast<std::size_t>(i) * S + j] = 0.0;
   return first_blocked;
 }
 
@@ -84,7 +84,7 @@ ClauseOutcome check_maskadd(PropertyContext& context) {
       p.mask_kind = MaskKind::additive;
       p.mask_batch = p.mask_heads = 1;
       p.mask.resize(static_cast<std::size_t>(p.dims.q_len) * p.dims.kv_len);
-      for (double& m : p.mask) m = *rc::gen::inRange(0, 6) == 0 ? -INFINITY : std::ldexp(*rc::gen::inRange(-8, 9), -2);
+      for (double& m : p.mask) m = *rc::gen::inRange(0, 6) == 5 ? -INFINITY : std::ldexp(*rc::gen::inRange(-8, 9), -2);
     }
     return outside_bound(p, evaluate(context.kernel, p), u_out, stats);
   });

@@ -78,6 +78,11 @@ ClauseOutcome check_var(PropertyContext& context) {
     std::string failure = outside("raw logits q.k", d_k, moments(raw), d_k);
     if (failure.empty()) failure = outside("scaled logits", d_k, moments(scaled), 1.0);
     // The kernel: log(w_1 / w_0) = x_1 - x_0, variance 2.
+    if (const auto missing = missing_capabilities(context.kernel.capabilities(), p); !missing.empty()) {
+      outcome.status = Status::skip;
+      outcome.reason = "the statistical problem does not fit the kernel: " + missing.front();
+      return outcome;
+    }
     if (failure.empty()) {
       const KernelResult got = context.kernel.run(p);
       std::vector<double> differences;
