@@ -5,6 +5,13 @@
 
 namespace attnspec {
 
+Capabilities full_capabilities() {
+  Capabilities c;
+  c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
+  c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
+  return c;
+}
+
 std::vector<std::string> missing_capabilities(const Capabilities& c, const Problem& p) {
   std::vector<std::string> missing;
   if (p.mask_kind == MaskKind::boolean && !c.bool_mask) missing.push_back("needs a bool mask");

@@ -49,6 +49,10 @@ class Kernel {
   virtual KernelResult run(const Problem& problem) = 0;
 };
 
+// Every feature of spec/SPEC.md section 2, no size limit: what a complete
+// kernel (the built-in ones) declares.
+Capabilities full_capabilities();
+
 // Why the kernel cannot run the problem ("needs an additive mask"), one
 // reason per missing capability; empty when it can.
 std::vector<std::string> missing_capabilities(const Capabilities& capabilities, const Problem& problem);

@@ -40,12 +40,7 @@ class OnlineKernel final : public Kernel {
 
   KernelFormats formats() const override { return {io_, FormatId::float32, io_}; }
 
-  Capabilities capabilities() const override {
-    Capabilities c;
-    c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
-    c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
-    return c;
-  }
+  Capabilities capabilities() const override { return full_capabilities(); }
 
   KernelResult run(const Problem& p) override {
     const Dims& d = p.dims;
