@@ -3,6 +3,7 @@
 
 #include <array>
 
+#include "adapters/mutants/mutants.hpp"
 #include "adapters/naive/naive_kernel.hpp"
 #include "adapters/online/online_kernel.hpp"
 
@@ -23,6 +24,8 @@ std::span<const KernelEntry> builtin_kernels() { return kBuiltins; }
 
 std::unique_ptr<Kernel> make_kernel(std::string_view name) {
   for (const KernelEntry& entry : kBuiltins)
+    if (entry.name == name) return entry.make();
+  for (const MutantEntry& entry : mutant_kernels())
     if (entry.name == name) return entry.make();
   return nullptr;
 }

@@ -17,7 +17,7 @@ struct KernelEntry {
 };
 
 std::span<const KernelEntry> builtin_kernels();
-// nullptr for an unknown name.
+// A built-in or mutant kernel (adapters/mutants) by name; nullptr if unknown.
 std::unique_ptr<Kernel> make_kernel(std::string_view name);
 
 }  // namespace attnspec

@@ -2,7 +2,6 @@
 // checks it against the certified reference within the precision model's
 // bound (outputs, NaN propagation, lse). It reproduces the counterexamples
 // that `attnspec run` saves: each is a problem the kernel gets wrong alone.
-#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -20,23 +19,6 @@ struct CheckArgs {
   std::string kernel;
 };
 
-std::string check_case(Kernel& kernel, const Problem& p, ErrorStats& stats) {
-  const Evaluation e = evaluate(kernel, p);
-  for (std::size_t i = 0; i < e.got.out.size(); ++i)
-    if (std::isnan(e.ref.out[i]) && std::isfinite(e.got.out[i]))
-      return element_name(p, i) + " should be NaN (a non-finite input it depends on) but is " + std::to_string(e.got.out[i]);
-  if (std::string f = outside_bound(p, e, output_unit(kernel), stats); !f.empty()) return f;
-  if (!kernel.capabilities().lse) return "";
-  for (std::size_t row = 0; row < p.rows(); ++row) {
-    const double got = e.got.lse[row], want = e.ref.lse[row];
-    if (std::isnan(want)) continue;
-    if (want == -INFINITY ? got != -INFINITY : !(std::fabs(got - want) <= e.lse_bound[row]))
-      return "lse of row " + std::to_string(row) + " is " + std::to_string(got) + ", the reference " + std::to_string(want) +
-             ", bound " + std::to_string(e.lse_bound[row]);
-  }
-  return "";
-}
-
 int check(const CheckArgs& args) {
   std::unique_ptr<Kernel> kernel = make_kernel(args.kernel);
   if (!kernel) throw InputError("--kernel", "", "unknown kernel '" + args.kernel + "' (see attnspec kernels)");
@@ -51,7 +33,7 @@ int check(const CheckArgs& args) {
                          "case values (" + std::string(format_info(c.dtype).name) + ") are not all representable in the kernel's input format " +
                              std::string(format_info(input).name));
   ErrorStats stats;
-  const std::string failure = check_case(*kernel, c.problem, stats);
+  const std::string failure = check_against_reference(*kernel, c.problem, stats);
   const std::string clause = c.provenance.value("clause", "");
   std::cout << (failure.empty() ? "PASS" : "FAIL") << "  " << args.case_dir << " on " << args.kernel;
   if (!clause.empty()) std::cout << " (saved by clause " << clause << ")";

@@ -24,6 +24,7 @@ struct RunArgs {
   std::uint64_t seed = 1;
   std::string json, junit, save_failures = "attnspec-failures", shard;
   bool strict_determinism = false;
+  bool no_shrink = false;
 };
 
 std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
@@ -57,6 +58,7 @@ RunOptions parse_options(const RunArgs& args) {
   options.clauses = args.clauses;
   options.seed = args.seed;
   options.strict_determinism = args.strict_determinism;
+  options.shrink = !args.no_shrink;
   if (!args.save_failures.empty()) options.save_failures = args.save_failures;
   return options;
 }
@@ -128,6 +130,7 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--save-failures", args->save_failures, "directory for counterexample case directories (default attnspec-failures)");
   sub->add_option("--shard", args->shard, "I/N: run only every N-th clause, starting at I (for CI fleets)");
   sub->add_flag("--strict-determinism", args->strict_determinism, "make DETERM differences fail the run");
+  sub->add_flag("--no-shrink", args->no_shrink, "save the first failing problem as found, without shrinking it (faster)");
   return {sub, [args] { return run(*args); }};
 }
 

@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -148,6 +149,23 @@ std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, cons
   return failure + " (the second problem is outside its bound; saved)";
 }
 
+std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats& stats) {
+  const Evaluation e = evaluate(kernel, p);
+  for (std::size_t i = 0; i < e.got.out.size(); ++i)
+    if (std::isnan(e.ref.out[i]) && std::isfinite(e.got.out[i]))
+      return element_name(p, i) + " should be NaN (a non-finite input it depends on) but is " + number(e.got.out[i]);
+  if (std::string f = outside_bound(p, e, output_unit(kernel), stats); !f.empty()) return f;
+  if (!kernel.capabilities().lse) return "";
+  for (std::size_t row = 0; row < p.rows(); ++row) {
+    const double got = e.got.lse[row], want = e.ref.lse[row];
+    if (std::isnan(want)) continue;
+    if (want == -INFINITY ? got != -INFINITY : !(std::fabs(got - want) <= e.lse_bound[row]))
+      return "lse of row " + std::to_string(row) + " is " + number(got) + ", the reference " + number(want) +
+             ", bound " + number(e.lse_bound[row]);
+  }
+  return "";
+}
+
 std::vector<std::size_t> same_index(std::size_t n) {
   std::vector<std::size_t> index(n);
   std::iota(index.begin(), index.end(), 0);
@@ -164,10 +182,17 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   params.seed = context.seed;
   params.maxSuccess = context.profile.cases;
   params.maxSize = context.profile.max_size;
+  params.disableShrinking = !context.shrink;
   rc::detail::TestMetadata metadata;
   SilentListener listener;
+  // Shrinking stops after a time budget: past it every candidate counts as
+  // passing, so RapidCheck settles on the smallest failure found so far.
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> first_failure;
+  const auto shrink_budget = std::chrono::seconds(10);
   const rc::detail::TestResult result = rc::detail::checkTestable(
       [&] {
+        if (first_failure && Clock::now() - *first_failure > shrink_budget) return;
         Problem drawn;
         std::string failure;
         try {
@@ -178,6 +203,7 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
           failure = std::string("exception: ") + e.what();
         }
         if (!failure.empty()) {
+          if (!first_failure) first_failure = Clock::now();
           last_failure = drawn;
           last_message = failure;
           RC_FAIL(failure);

@@ -57,6 +57,11 @@ std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, cons
                     std::span<const std::size_t> index_in_b, const std::string& relation, double u_out,
                     ErrorStats& stats);
 
+// The whole single-case check of `attnspec check`: "" when every output is
+// within its bound, non-finite exactly where the reference is NaN, and the
+// lse (if the kernel returns one) within its bound.
+std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats& stats);
+
 // The identity index map for `disagree`.
 std::vector<std::size_t> same_index(std::size_t n);
 

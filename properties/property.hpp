@@ -42,6 +42,7 @@ struct PropertyContext {
   Kernel& kernel;
   const Profile& profile;
   std::uint64_t seed;
+  bool shrink = true;  // off: report the first failing problem as found
 };
 
 using PropertyFunction = ClauseOutcome (*)(PropertyContext& context);

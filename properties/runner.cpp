@@ -75,7 +75,7 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       r.outcome.status = Status::skip;
       r.outcome.reason = lacking;
     } else {
-      PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id)};
+      PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id), options.shrink};
       r.outcome = find_property(clause.id)(context);
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

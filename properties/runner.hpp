@@ -23,6 +23,7 @@ struct RunOptions {
   std::optional<std::filesystem::path> save_failures;  // where counterexamples go
   int shard_index = 0, shard_count = 1;    // clause i runs in shard i % count
   bool strict_determinism = false;         // DETERM differences fail the run
+  bool shrink = true;                      // shrink counterexamples (slower on failures)
 };
 
 struct ClauseReport {

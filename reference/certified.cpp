@@ -37,7 +37,7 @@ Interval capped_difference(const Interval& scale, const Interval& cap, const Rea
   const Interval a = scale * enclose(dot_j) / cap;
   const Interval b = scale * enclose(dot_r) / cap;
   const Interval a_minus_b = scale * enclose_difference(dot_j, dot_r) / cap;
-  const double limit = 1 << 20;
+  const double limit = 64;  // cosh(64) ~ e^64: cheap; beyond, tanh is saturated to 2^-180
   if (abs(upper(a)) < limit && abs(upper(b)) < limit && abs(lower(a)) < limit && abs(lower(b)) < limit)
     return cap * sinh(a_minus_b) / (cosh(a) * cosh(b));
   return cap * (tanh(a) - tanh(b));

@@ -30,8 +30,11 @@ ScaleKind scale_kind(const Problem& p) {
 // is correct, a good one keeps exp() in range.
 Real rough_logit(const Problem& p, const Real& dot, double mask) {
   WorkingPrecision precision(64);
-  Real s = p.scale ? Real(*p.scale) : Real(1) / sqrt(Real(p.dims.d_k));
-  Real x = s * dot;
+  // Boost keeps the larger precision of two operands: round the exact dot
+  // product (thousands of bits at times) to 64 bits first.
+  Real x;
+  mpfr_set(x.backend().data(), dot.backend().data(), MPFR_RNDN);
+  x *= p.scale ? Real(*p.scale) : Real(1) / sqrt(Real(p.dims.d_k));
   if (p.softcap) x = Real(*p.softcap) * tanh(x / Real(*p.softcap));
   return x + Real(mask);
 }

@@ -57,6 +57,10 @@ bool Problem::visible(RowIndex r, int key) const {
       if (key > r.query + dims.kv_len - dims.q_len) return false;
       break;
   }
+  return mask_allows(r, key);
+}
+
+bool Problem::mask_allows(RowIndex r, int key) const {
   switch (mask_kind) {
     case MaskKind::none: return true;
     case MaskKind::boolean: return mask[mask_offset(*this, r, key)] != 0.0;

@@ -57,6 +57,8 @@ struct Problem {
   std::span<const double> value_row(int batch, int kv_head, int key) const;
 
   bool visible(RowIndex r, int key) const;
+  // The mask's part of visibility alone (causal masking not applied).
+  bool mask_allows(RowIndex r, int key) const;
   // The additive mask value (0 without an additive mask).
   double mask_value(RowIndex r, int key) const;
 

@@ -97,5 +97,12 @@ check "check a case the kernel cannot represent" run 2 check "$source_dir/cases/
 check "representability message" says "not all representable"
 check "check a case the kernel lacks features for" run 0 check "$source_dir/cases/golden/gqa" --kernel online-f32
 
+check "kernels --mutants" run 0 kernels --mutants
+check "mutant listed" says "mutant-gqa-modulo .*caught by GQA"
+check "a mutant fails its clause" run 1 run --kernel mutant-gqa-modulo --clause GQA --save-failures "$work/mutant"
+check "and says how to reproduce" says "reproduce: attnspec check $work/mutant/mutant-gqa-modulo_GQA --kernel mutant-gqa-modulo"
+check "the counterexample reproduces" run 1 check "$work/mutant/mutant-gqa-modulo_GQA" --kernel mutant-gqa-modulo
+check "check names the clause" says "saved by clause GQA"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

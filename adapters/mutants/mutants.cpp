@@ -1,0 +1,245 @@
+// The mutant kernels. Two float32 implementations, a row-at-a-time
+// composition and a tiled online-softmax one, each written with the bug's
+// line in place of the correct one; the bug is named where it happens.
+// Sources of the bug classes: shared/ANCHORS.md sections 2 and 3 and the
+// seeds (scale by the head width).
+#include "adapters/mutants/mutants.hpp"
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace attnspec {
+namespace {
+
+constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+
+enum class Bug {
+  scale_dmodel,         // 1/sqrt(Hq * d_k): the model width instead of the head width (seed 000)
+  scale_ignored,        // an explicit scale argument is dropped
+  scale_inverted,       // multiplies by sqrt(d_k)
+  softmax_query_axis,   // softmax over the queries instead of the keys (seed 004)
+  no_max_shift,         // exp of unshifted logits overflows
+  fp16_denominator,     // the row sum accumulated in float16 (sonos/tract#2586)
+  mask_after_softmax,   // masked weights zeroed after the softmax, no renormalisation
+  nan_leak,             // P V over every key: 0 * NaN at blocked values (pytorch#101967)
+  fullmask_nan,         // a row with no visible key becomes NaN (pytorch#103963)
+  causal_swapped,       // bottom_right computed for top_left and the reverse
+  gqa_modulo,           // kv head h % Hkv (ONNX before v1.20)
+  softcap_after_mask,   // the cap applied to masked logits (onnx#7865)
+  weights_bf16,         // weights rounded to bfloat16 before P V in an fp32 kernel
+  layout_mixup,         // output written head-major, [Hq, B, L, d_v]
+  drop_last_tile,       // tiled loop stops before a partial last tile
+  no_rescale,           // online softmax forgets to rescale the output when the max grows
+};
+
+// Visibility under a given causal alignment (the mask as in the problem).
+bool visible_under(const Problem& p, RowIndex r, int key, Causal causal) {
+  const bool causal_ok = causal == Causal::none        ? true
+                         : causal == Causal::top_left ? key <= r.query
+                                                       : key <= r.query + p.dims.kv_len - p.dims.q_len;
+  return p.mask_allows(r, key) && causal_ok;
+}
+
+float dot(std::span<const double> a, std::span<const double> b) {
+  float sum = 0;
+  for (std::size_t t = 0; t < a.size(); ++t) sum += static_cast<float>(a[t]) * static_cast<float>(b[t]);
+  return sum;
+}
+
+float scale_of(const Problem& p, Bug bug) {
+  const float dk = static_cast<float>(p.dims.d_k);
+  if (p.scale && bug != Bug::scale_ignored) return static_cast<float>(*p.scale);
+  if (bug == Bug::scale_dmodel) return 1.0f / std::sqrt(dk * static_cast<float>(p.dims.q_heads));
+  if (bug == Bug::scale_inverted) return std::sqrt(dk);
+  return 1.0f / std::sqrt(dk);
+}
+
+class MutantBase : public Kernel {
+ public:
+  MutantBase(std::string name, Bug bug) : name_(std::move(name)), bug_(bug) {}
+  std::string name() const override { return name_; }
+  KernelFormats formats() const override { return {FormatId::float32, FormatId::float32, FormatId::float32}; }
+  Capabilities capabilities() const override { return full_capabilities(); }
+
+ protected:
+  std::string name_;
+  Bug bug_;
+};
+
+// One head at a time: the logit matrix, a softmax per row, then P V.
+class RowKernel final : public MutantBase {
+ public:
+  using MutantBase::MutantBase;
+
+  KernelResult run(const Problem& p) override {
+    const Dims& d = p.dims;
+    KernelResult result;
+    result.out.assign(p.out_size(), 0.0);
+    result.lse.assign(p.rows(), -INFINITY);
+    const float scale = scale_of(p, bug_);
+    const auto L = static_cast<std::size_t>(d.q_len), S = static_cast<std::size_t>(d.kv_len);
+    for (int b = 0; b < d.batch; ++b) {
+      for (int h = 0; h < d.q_heads; ++h) {
+        const int g = bug_ == Bug::gqa_modulo ? h % d.kv_heads : p.kv_head_of(h);
+        std::vector<float> x(L * S);
+        std::vector<char> seen(L * S);
+        for (int i = 0; i < d.q_len; ++i) {
+          const RowIndex r{b, h, i};
+          for (int j = 0; j < d.kv_len; ++j) {
+            Causal causal = p.causal;
+            if (bug_ == Bug::causal_swapped && causal != Causal::none)
+              causal = causal == Causal::top_left ? Causal::bottom_right : Causal::top_left;
+            const bool visible = visible_under(p, r, j, causal);
+            float logit = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
+            const float cap = p.softcap ? static_cast<float>(*p.softcap) : 0.0f;
+            if (p.softcap && bug_ != Bug::softcap_after_mask) logit = cap * std::tanh(logit / cap);
+            if (bug_ == Bug::mask_after_softmax) logit += visible ? static_cast<float>(p.mask_value(r, j)) : 0.0f;
+            else logit = visible ? logit + static_cast<float>(p.mask_value(r, j)) : kMinusInfinity;
+            if (p.softcap && bug_ == Bug::softcap_after_mask) logit = cap * std::tanh(logit / cap);
+            x[i * S + j] = logit;
+            seen[i * S + j] = visible;
+          }
+        }
+        if (bug_ == Bug::softmax_query_axis) normalise_columns(x, L, S);
+        for (int i = 0; i < d.q_len; ++i) {
+          const std::size_t row = bug_ == Bug::layout_mixup
+                                      ? (static_cast<std::size_t>(h) * d.batch + b) * L + i
+                                      : p.row_flat({b, h, i});
+          float* w = &x[i * S];
+          bool any = false;
+          for (std::size_t j = 0; j < S; ++j) any = any || seen[i * S + j];
+          if (!any && bug_ != Bug::fullmask_nan) continue;  // exactly 0, lse -inf
+          if (bug_ != Bug::softmax_query_axis) normalise_row(w, S, seen.data() + i * S, result.lse[row]);
+          for (std::size_t j = 0; j < S; ++j) {
+            if (!seen[i * S + j] && bug_ != Bug::nan_leak) continue;
+            const float weight = bug_ == Bug::weights_bf16 ? static_cast<float>(round_to_format(w[j], FormatId::bfloat16)) : w[j];
+            const auto v = p.value_row(b, g, static_cast<int>(j));
+            for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] += weight * static_cast<float>(v[t]);
+          }
+          for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = static_cast<float>(result.out[row * d.d_v + t]);
+        }
+      }
+    }
+    return result;
+  }
+
+ private:
+  // Softmax in place over one row's keys; sets lse.
+  void normalise_row(float* x, std::size_t S, const char* seen, double& lse) const {
+    float max = kMinusInfinity;
+    for (std::size_t j = 0; j < S; ++j) max = std::max(max, x[j]);
+    if (bug_ == Bug::no_max_shift) max = 0;
+    float sum = 0;
+    for (std::size_t j = 0; j < S; ++j) {
+      x[j] = std::exp(x[j] - max);
+      if (bug_ == Bug::fp16_denominator) sum = static_cast<float>(round_to_format(sum + x[j], FormatId::float16));
+      else sum += x[j];
+    }
+    for (std::size_t j = 0; j < S; ++j) {
+      x[j] /= sum;
+      if (bug_ == Bug::mask_after_softmax && !seen[j]) x[j] = 0;
+    }
+    lse = static_cast<double>(max + std::log(sum));
+  }
+
+  // The softmax_query_axis bug: each key's column normalised over queries.
+  static void normalise_columns(std::vector<float>& x, std::size_t L, std::size_t S) {
+    for (std::size_t j = 0; j < S; ++j) {
+      float max = kMinusInfinity, sum = 0;
+      for (std::size_t i = 0; i < L; ++i) max = std::max(max, x[i * S + j]);
+      for (std::size_t i = 0; i < L; ++i) sum += (x[i * S + j] = std::exp(x[i * S + j] - max));
+      for (std::size_t i = 0; i < L; ++i) x[i * S + j] /= sum;
+    }
+  }
+};
+
+// Online softmax over tiles of 32 keys, one row at a time.
+class TiledKernel final : public MutantBase {
+ public:
+  using MutantBase::MutantBase;
+  static constexpr int kTile = 32;
+
+  KernelResult run(const Problem& p) override {
+    const Dims& d = p.dims;
+    KernelResult result;
+    result.out.assign(p.out_size(), 0.0);
+    result.lse.assign(p.rows(), -INFINITY);
+    const float scale = scale_of(p, bug_);
+    for (std::size_t row = 0; row < p.rows(); ++row) {
+      const RowIndex r = p.row_index(row);
+      const int g = p.kv_head_of(r.head);
+      float max = kMinusInfinity, sum = 0;
+      bool any = false;
+      std::vector<float> acc(static_cast<std::size_t>(d.d_v), 0.0f);
+      // drop_last_tile: the loop condition only admits whole tiles.
+      for (int key0 = 0; bug_ == Bug::drop_last_tile ? key0 + kTile <= d.kv_len : key0 < d.kv_len; key0 += kTile) {
+        const int key1 = std::min(key0 + kTile, d.kv_len);
+        float tile_max = kMinusInfinity;
+        std::vector<float> x(static_cast<std::size_t>(key1 - key0), kMinusInfinity);
+        for (int j = key0; j < key1; ++j) {
+          if (!p.visible(r, j)) continue;
+          any = true;
+          float logit = dot(p.query_row(r), p.key_row(r.batch, g, j)) * scale;
+          if (p.softcap) logit = static_cast<float>(*p.softcap) * std::tanh(logit / static_cast<float>(*p.softcap));
+          x[static_cast<std::size_t>(j - key0)] = logit + static_cast<float>(p.mask_value(r, j));
+          tile_max = std::max(tile_max, x[static_cast<std::size_t>(j - key0)]);
+        }
+        if (tile_max == kMinusInfinity) continue;
+        const float new_max = std::max(max, tile_max);
+        const float rescale = max == kMinusInfinity ? 0.0f : std::exp(max - new_max);
+        sum *= rescale;
+        if (bug_ != Bug::no_rescale)
+          for (float& a : acc) a *= rescale;
+        for (int j = key0; j < key1; ++j) {
+          if (!p.visible(r, j)) continue;
+          const float weight = std::exp(x[static_cast<std::size_t>(j - key0)] - new_max);
+          sum += weight;
+          const auto v = p.value_row(r.batch, g, j);
+          for (int t = 0; t < d.d_v; ++t) acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(v[t]);
+        }
+        max = new_max;
+      }
+      if (!any || sum == 0) continue;
+      for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = acc[static_cast<std::size_t>(t)] / sum;
+      result.lse[row] = static_cast<double>(max + std::log(sum));
+    }
+    return result;
+  }
+};
+
+template <typename K, Bug B>
+std::unique_ptr<Kernel> make(const char* name) {
+  return std::make_unique<K>(name, B);
+}
+
+#define ATTNSPEC_MUTANT(K, BUG, NAME, TEXT, CLAUSE) \
+  MutantEntry { NAME, TEXT, CLAUSE, [] { return make<K, Bug::BUG>(NAME); } }
+
+const std::array kMutants = {
+    ATTNSPEC_MUTANT(RowKernel, scale_dmodel, "mutant-scale-dmodel", "scales by 1/sqrt(Hq d_k), the model width", "SCALE"),
+    ATTNSPEC_MUTANT(RowKernel, scale_ignored, "mutant-scale-ignored", "ignores an explicit scale", "SCALE"),
+    ATTNSPEC_MUTANT(RowKernel, scale_inverted, "mutant-scale-inverted", "multiplies by sqrt(d_k)", "SCALE"),
+    ATTNSPEC_MUTANT(RowKernel, softmax_query_axis, "mutant-softmax-query-axis", "softmax over the query axis", "ROWSUM"),
+    ATTNSPEC_MUTANT(RowKernel, no_max_shift, "mutant-no-max-shift", "softmax without subtracting the max", "SHIFT"),
+    ATTNSPEC_MUTANT(RowKernel, fp16_denominator, "mutant-fp16-denominator", "softmax denominator summed in float16", "ROWSUM"),
+    ATTNSPEC_MUTANT(RowKernel, mask_after_softmax, "mutant-mask-after-softmax", "mask applied after the softmax, no renormalisation", "MASKBOOL"),
+    ATTNSPEC_MUTANT(RowKernel, nan_leak, "mutant-nan-leak", "P V over blocked keys too: 0 * NaN", "MASKNAN"),
+    ATTNSPEC_MUTANT(RowKernel, fullmask_nan, "mutant-fullmask-nan", "a fully masked row gives NaN", "FULLMASK"),
+    ATTNSPEC_MUTANT(RowKernel, causal_swapped, "mutant-causal-swapped", "bottom_right for top_left and the reverse", "CAUSAL"),
+    ATTNSPEC_MUTANT(RowKernel, gqa_modulo, "mutant-gqa-modulo", "kv head h % Hkv instead of h / (Hq/Hkv)", "GQA"),
+    ATTNSPEC_MUTANT(RowKernel, softcap_after_mask, "mutant-softcap-after-mask", "softcap applied after the mask", "SOFTCAP"),
+    ATTNSPEC_MUTANT(RowKernel, weights_bf16, "mutant-weights-bf16", "weights rounded to bfloat16 before P V, fp32 claimed", "PREC"),
+    ATTNSPEC_MUTANT(RowKernel, layout_mixup, "mutant-layout-mixup", "output written head-major [Hq, B, L, d_v]", "BATCH"),
+    ATTNSPEC_MUTANT(TiledKernel, drop_last_tile, "mutant-drop-last-tile", "tiled loop drops a partial last tile", "PREC"),
+    ATTNSPEC_MUTANT(TiledKernel, no_rescale, "mutant-no-rescale", "online softmax does not rescale the output", "PREC"),
+};
+
+#undef ATTNSPEC_MUTANT
+
+}  // namespace
+
+std::span<const MutantEntry> mutant_kernels() { return kMutants; }
+
+}  // namespace attnspec
