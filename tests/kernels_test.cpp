@@ -8,7 +8,6 @@
 #include <cmath>
 #include <random>
 
-#include "adapters/online/online_kernel.hpp"
 #include "adapters/registry.hpp"
 #include "reference/certified.hpp"
 #include "spec/precision_model.hpp"
@@ -140,24 +139,10 @@ INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinKernel, ::testing::ValuesIn(builtin_ke
                          });
 
 // The bound has teeth: scaling by 1/sqrt(d_model) instead of 1/sqrt(d_k)
-// (seed 000's warning) is far outside it.
-class WrongScaleKernel final : public Kernel {
- public:
-  std::string name() const override { return "wrong-scale"; }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  KernelResult run(const Problem& p) override {
-    Problem wrong = p;
-    wrong.scale = 1.0 / std::sqrt(static_cast<double>(p.dims.d_k * p.dims.q_heads));
-    return inner_->run(wrong);
-  }
-
- private:
-  std::unique_ptr<Kernel> inner_ = make_online_f32();
-};
-
+// (seed 000's warning; adapters/mutants) is far outside it.
 TEST(PrecisionModel, CatchesAScaleBySqrtOfModelWidth) {
-  WrongScaleKernel kernel;
+  const std::unique_ptr<Kernel> mutant = make_kernel("mutant-scale-dmodel");
+  Kernel& kernel = *mutant;
   std::mt19937_64 random(9);
   const Problem p = random_problem(random, {1, 4, 4, 3, 5, 8, 2}, FormatId::float32, 1.0);
   const ReferenceResult ref = certified_attention(p);

@@ -1,5 +1,5 @@
-// The runner end to end with a kernel that has a real bug (scale by
-// 1/sqrt(d_model), seed 000's warning): the clause fails, the shrunk
+// The runner end to end with a kernel that has a real bug (the mutant that
+// scales by 1/sqrt(d_model), seed 000's warning): the clause fails, the shrunk
 // counterexample is saved as a small case directory, and that case fails
 // on its own against the certified reference, as `attnspec check` does it.
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "adapters/online/online_kernel.hpp"
+#include "adapters/registry.hpp"
 #include "cases/io/case_dir.hpp"
 #include "properties/harness.hpp"
 #include "properties/runner.hpp"
@@ -15,25 +16,11 @@
 namespace attnspec {
 namespace {
 
-class ModelWidthScaleKernel final : public Kernel {
- public:
-  std::string name() const override { return "model-width-scale"; }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  KernelResult run(const Problem& p) override {
-    Problem wrong = p;
-    if (!p.scale) wrong.scale = 1.0 / std::sqrt(static_cast<double>(p.dims.d_k * p.dims.q_heads));
-    return inner_->run(wrong);
-  }
-
- private:
-  std::unique_ptr<Kernel> inner_ = make_online_f32();
-};
-
 TEST(Runner, CatchesShrinksSavesAndReproduces) {
   const auto dir = std::filesystem::temp_directory_path() / ("attnspec_runner_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  ModelWidthScaleKernel kernel;
+  const std::unique_ptr<Kernel> mutant = make_kernel("mutant-scale-dmodel");
+  Kernel& kernel = *mutant;
   RunOptions options;
   options.clauses = {"SCALE", "FULLMASK"};
   options.save_failures = dir;
