@@ -9,6 +9,7 @@ Capabilities full_capabilities() {
   Capabilities c;
   c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
   c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
+  c.fully_masked_rows = true;
   return c;
 }
 
@@ -49,6 +50,7 @@ std::string describe(const Capabilities& c) {
   add(c.softcap, "softcap");
   add(c.dv_ne_dk, "dv!=dk");
   add(c.lse, "lse");
+  add(c.fully_masked_rows, "fully-masked-rows");
   if (c.max_elements != std::numeric_limits<std::size_t>::max())
     add(true, "max-elements:" + std::to_string(c.max_elements));
   return text;

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
+#include <optional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,12 +35,25 @@ struct Capabilities {
   bool softcap = false;
   bool dv_ne_dk = false;
   bool lse = false;             // returns the log-sum-exp
+  // Outputs the spec's 0 for a row with no visible key. A kernel that
+  // declares it cannot (libtorch 1.13 and oneDNN 2.6 give NaN) still has
+  // FULLMASK judge those rows; every other clause ignores them, so one known
+  // deviation does not hide the rest of the verdicts.
+  bool fully_masked_rows = false;
   std::size_t max_elements = std::numeric_limits<std::size_t>::max();  // of B*Hq*L*S
 };
 
 struct KernelResult {
   std::vector<double> out;  // [B, Hq, L, d_v], values of formats().output
   std::vector<double> lse;  // [B, Hq, L], empty unless capabilities().lse
+};
+
+// Thrown by Kernel::run when the kernel declines this one problem (a limit
+// it only learns when it sees the problem, or a process adapter's
+// "unsupported" answer): the case is counted as declined, neither passed
+// nor failed. Any other exception from run fails the case.
+struct KernelUnsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 class Kernel {
@@ -47,6 +63,9 @@ class Kernel {
   virtual KernelFormats formats() const = 0;
   virtual Capabilities capabilities() const = 0;
   virtual KernelResult run(const Problem& problem) = 0;
+  // Where the kernel's own diagnostics go (a process adapter's stderr), for
+  // the report; nullopt for in-process kernels.
+  virtual std::optional<std::filesystem::path> log_file() const { return std::nullopt; }
 };
 
 // Every feature of spec/SPEC.md section 2, no size limit: what a complete

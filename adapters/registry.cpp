@@ -1,11 +1,14 @@
-// One registration line per built-in kernel.
+// One registration line per built-in kernel; the table of registered ones.
 #include "adapters/registry.hpp"
 
 #include <array>
+#include <stdexcept>
+#include <string>
 
 #include "adapters/mutants/mutants.hpp"
 #include "adapters/naive/naive_kernel.hpp"
 #include "adapters/online/online_kernel.hpp"
+#include "adapters/process/process_kernel.hpp"
 
 namespace attnspec {
 namespace {
@@ -18,12 +21,32 @@ const std::array kBuiltins = {
     KernelEntry{"online-f16", "tiled online softmax, float16 in and out, float32 accumulation", make_online_f16},
 };
 
+std::vector<KernelEntry>& registered() {
+  static std::vector<KernelEntry> entries;
+  return entries;
+}
+
 }  // namespace
 
 std::span<const KernelEntry> builtin_kernels() { return kBuiltins; }
 
+void register_kernels(std::span<const KernelEntry> entries) {
+  for (const KernelEntry& entry : entries) {
+    for (const KernelEntry& known : kBuiltins)
+      if (known.name == entry.name) throw std::logic_error("kernel registered twice: " + std::string(entry.name));
+    for (const KernelEntry& known : registered())
+      if (known.name == entry.name) throw std::logic_error("kernel registered twice: " + std::string(entry.name));
+    registered().push_back(entry);
+  }
+}
+
+std::vector<KernelEntry> registered_kernels() { return registered(); }
+
 std::unique_ptr<Kernel> make_kernel(std::string_view name) {
+  if (name.starts_with(kProcessKernelPrefix)) return make_process_kernel(name.substr(kProcessKernelPrefix.size()), default_process_options());
   for (const KernelEntry& entry : kBuiltins)
+    if (entry.name == name) return entry.make();
+  for (const KernelEntry& entry : registered())
     if (entry.name == name) return entry.make();
   for (const MutantEntry& entry : mutant_kernels())
     if (entry.name == name) return entry.make();

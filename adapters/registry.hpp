@@ -1,10 +1,14 @@
-// The built-in kernels by name. Adding a kernel: its own folder with a
-// factory function, plus one line in registry.cpp.
+// The kernels by name: the built-in ones, those registered at start-up (the
+// third-party adapters of adapters/third_party.hpp), the mutants, and
+// 'cmd:COMMAND' for a kernel in another process (adapters/process).
+// Adding a built-in kernel: its own folder with a factory function, plus one
+// line in registry.cpp.
 #pragma once
 
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "adapters/kernel.hpp"
 
@@ -17,7 +21,16 @@ struct KernelEntry {
 };
 
 std::span<const KernelEntry> builtin_kernels();
-// A built-in or mutant kernel (adapters/mutants) by name; nullptr if unknown.
+
+// Adds kernels to those make_kernel finds (entries must outlive the
+// process; names must be new). Programs that link the third-party adapters
+// call this once at start-up.
+void register_kernels(std::span<const KernelEntry> entries);
+// The kernels added by register_kernels, in registration order.
+std::vector<KernelEntry> registered_kernels();
+
+// A built-in, registered or mutant kernel by name, or a process kernel for
+// "cmd:COMMAND" (which starts COMMAND); nullptr if the name is unknown.
 std::unique_ptr<Kernel> make_kernel(std::string_view name);
 
 }  // namespace attnspec

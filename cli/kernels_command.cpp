@@ -1,28 +1,43 @@
-// `attnspec kernels`: the built-in kernels with their formats and
-// capabilities; with --mutants, the mutant catalogue too.
+// `attnspec kernels`: the built-in and third-party kernels with their
+// formats and capabilities; with --mutants, the mutant catalogue too.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "adapters/mutants/mutants.hpp"
 #include "adapters/registry.hpp"
+#include "adapters/third_party.hpp"
 #include "cli/commands.hpp"
 
 namespace attnspec::cli {
+namespace {
+
+void print_entry(const KernelEntry& entry) {
+  const std::unique_ptr<Kernel> kernel = entry.make();
+  const KernelFormats f = kernel->formats();
+  std::printf("%-18s input %-9s accumulate %-8s output %-9s %s\n", std::string(entry.name).c_str(),
+              std::string(format_info(f.input).name).c_str(), std::string(format_info(f.accumulate).name).c_str(),
+              std::string(format_info(f.output).name).c_str(), describe(kernel->capabilities()).c_str());
+  std::printf("%-18s %s\n", "", std::string(entry.summary).c_str());
+}
+
+}  // namespace
 
 Command add_kernels_command(CLI::App& app) {
   auto mutants = std::make_shared<bool>(false);
-  CLI::App* sub = app.add_subcommand("kernels", "List the built-in kernels with their formats and capabilities");
+  CLI::App* sub = app.add_subcommand("kernels", "List the kernels with their formats and capabilities");
   sub->add_flag("--mutants", *mutants, "also list the mutant kernels: one realistic bug each, and the clause meant to catch it");
+  sub->footer("A kernel in another process (any language) is tested as --kernel cmd:COMMAND; see spec/SPEC.md\n"
+              "section 8 and adapters/python/ for an example.");
   return {sub, [mutants] {
-            for (const KernelEntry& entry : builtin_kernels()) {
-              const std::unique_ptr<Kernel> kernel = entry.make();
-              const KernelFormats f = kernel->formats();
-              std::printf("%-12s input %-9s accumulate %-8s output %-9s %s\n", std::string(entry.name).c_str(),
-                          std::string(format_info(f.input).name).c_str(), std::string(format_info(f.accumulate).name).c_str(),
-                          std::string(format_info(f.output).name).c_str(), describe(kernel->capabilities()).c_str());
-              std::printf("%-12s %s\n", "", std::string(entry.summary).c_str());
-            }
+            std::printf("Built-in:\n");
+            for (const KernelEntry& entry : builtin_kernels()) print_entry(entry);
+            std::printf("\nThird-party, in process:");
+            const std::vector<std::string> libraries = third_party_libraries();
+            if (libraries.empty()) std::printf(" none compiled in (scripts/install-deps.sh, then rebuild)");
+            for (std::size_t i = 0; i < libraries.size(); ++i) std::printf("%s %s", i ? "," : "", libraries[i].c_str());
+            std::printf("\n");
+            for (const KernelEntry& entry : registered_kernels()) print_entry(entry);
             if (*mutants) {
               std::printf("\nMutants (float32 in, out and accumulation; every capability declared):\n");
               for (const MutantEntry& entry : mutant_kernels())

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <vector>
 
+#include "adapters/third_party.hpp"
 #include "cli/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
       "attnspec: conformance suite and numerical specification for scaled dot-product attention,\n"
       "softmax(Q K^T * scale + mask) V. Definitions: spec/SPEC.md. Exit status: 0 success,\n"
       "1 a check failed, 2 usage error or bad input.\n"};
+  attnspec::register_third_party_kernels();
   app.name("attnspec");
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnspec 0.1.0");

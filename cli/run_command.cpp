@@ -31,11 +31,10 @@ std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
   std::unique_ptr<Kernel> kernel = make_kernel(name);
   if (kernel) return kernel;
   std::string known;
-  for (const KernelEntry& entry : builtin_kernels()) {
-    if (!known.empty()) known += ", ";
-    known += entry.name;
-  }
-  throw InputError("--kernel", "", "unknown kernel '" + name + "' (built-in: " + known + "; see attnspec kernels)");
+  for (const KernelEntry& entry : builtin_kernels()) known += std::string(known.empty() ? "" : ", ") + std::string(entry.name);
+  for (const KernelEntry& entry : registered_kernels()) known += ", " + std::string(entry.name);
+  throw InputError("--kernel", "", "unknown kernel '" + name + "' (known: " + known +
+                                       "; or cmd:COMMAND for a process adapter; see attnspec kernels)");
 }
 
 // Options shared by every kernel of the run, checked before anything runs.
@@ -68,6 +67,7 @@ int run(const RunArgs& args) {
   if (names.size() == 1 && names.front() == "all") {
     names.clear();
     for (const KernelEntry& entry : builtin_kernels()) names.emplace_back(entry.name);
+    for (const KernelEntry& entry : registered_kernels()) names.emplace_back(entry.name);
   }
   std::vector<std::unique_ptr<Kernel>> kernels;
   for (const std::string& name : names) kernels.push_back(kernel_or_error(name));
@@ -86,9 +86,15 @@ int run(const RunArgs& args) {
   std::size_t pass = 0, fail = 0, skip = 0;
   for (std::size_t k = 0; k < kernels.size(); ++k) {
     const KernelFormats f = kernels[k]->formats();
-    std::cout << "attnspec run: kernel " << names[k] << " (input " << format_info(f.input).name << ", accumulate "
+    std::cout << "attnspec run: kernel " << kernels[k]->name() << " (input " << format_info(f.input).name << ", accumulate "
               << format_info(f.accumulate).name << ", output " << format_info(f.output).name << "), profile "
               << options.profile->name << ", seed " << args.seed << "\n";
+    if (names[k].starts_with("cmd:")) std::cout << "  command: " << names[k].substr(4) << "\n";
+    if (const auto log = kernels[k]->log_file())
+      std::cout << "  adapter stderr: " << log->string() << " (removed at the end if empty)\n";
+    if (!kernels[k]->capabilities().fully_masked_rows)
+      std::cout << "  declared: rows with no visible key are not given the spec's 0; FULLMASK judges them, the other\n"
+                   "  clauses leave them out\n";
     reports.push_back(run_conformance(*kernels[k], names[k], options, [](const ClauseReport& r) {
       std::cout << format_line(r) << "\n" << std::flush;
     }));
@@ -120,7 +126,7 @@ Command add_run_command(CLI::App& app) {
       "failure's shrunk counterexample is saved as a case directory with a command that reproduces\n"
       "it. Exit status: 0 all pass or skip, 1 a failure, 2 usage error or bad input.\n\n"
       "Example: attnspec run --kernel online-bf16 --profile ci --json report.json");
-  sub->add_option("--kernel", args->kernels, "kernel(s) to test (see: attnspec kernels); repeatable; 'all' for every built-in one, with a clause x kernel matrix at the end")->required();
+  sub->add_option("--kernel", args->kernels, "kernel(s) to test (see: attnspec kernels), or cmd:COMMAND for a process adapter (spec/SPEC.md section 8); repeatable; 'all' for every built-in and third-party one, with a clause x kernel matrix at the end")->required();
   sub->add_option("--dtype", args->dtype, "input format to test; must be the kernel's (" + std::string(format_names()) + ")");
   sub->add_option("--profile", args->profile, "quick (default; 100 cases a clause), ci (300, with S >= 1024), full (1000)");
   sub->add_option("--clause", args->clauses, "run only these clauses (IDs of spec/SPEC.md section 7); repeatable");

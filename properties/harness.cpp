@@ -8,6 +8,7 @@
 #include <rapidcheck.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -60,7 +61,7 @@ std::string number(double x) {
 
 }  // namespace
 
-Evaluation evaluate(Kernel& kernel, const Problem& p) {
+Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows) {
   Evaluation e;
   e.got = kernel.run(p);
   if (e.got.out.size() != p.out_size())
@@ -69,6 +70,17 @@ Evaluation evaluate(Kernel& kernel, const Problem& p) {
   if (kernel.capabilities().lse && e.got.lse.size() != p.rows())
     throw std::runtime_error("kernel returned " + std::to_string(e.got.lse.size()) + " lse values, expected " +
                              std::to_string(p.rows()));
+  if (rows == FullyMaskedRows::as_declared && !kernel.capabilities().fully_masked_rows) {
+    const auto dv = static_cast<std::size_t>(p.dims.d_v);
+    for (std::size_t row = 0; row < p.rows(); ++row) {
+      const RowIndex r = p.row_index(row);
+      bool any_visible = false;
+      for (int j = 0; j < p.dims.kv_len && !any_visible; ++j) any_visible = p.visible(r, j);
+      if (any_visible) continue;
+      std::fill_n(e.got.out.begin() + static_cast<std::ptrdiff_t>(row * dv), dv, 0.0);
+      if (!e.got.lse.empty()) e.got.lse[row] = -INFINITY;
+    }
+  }
   e.ref = certified_attention(p);
   const FormatClass formats{kernel.formats().accumulate, kernel.formats().output};
   const auto S = static_cast<std::size_t>(p.dims.kv_len), dv = static_cast<std::size_t>(p.dims.d_v);
@@ -150,7 +162,7 @@ std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, cons
 }
 
 std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats& stats) {
-  const Evaluation e = evaluate(kernel, p);
+  const Evaluation e = evaluate(kernel, p, FullyMaskedRows::judged);
   for (std::size_t i = 0; i < e.got.out.size(); ++i)
     if (std::isnan(e.ref.out[i]) && std::isfinite(e.got.out[i]))
       return element_name(p, i) + " should be NaN (a non-finite input it depends on) but is " + number(e.got.out[i]);
@@ -179,6 +191,8 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   std::optional<Problem> last_failure;
   std::string last_message;
   int undecidable = 0;
+  int declined = 0;
+  std::string first_declined;
   rc::detail::TestParams params;
   params.seed = context.seed;
   params.maxSuccess = context.profile.cases;
@@ -200,6 +214,11 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
           failure = body(drawn, stats);
         } catch (const rc::GenerationFailure&) {
           throw;
+        } catch (const KernelUnsupported& e) {
+          // The kernel turned this problem down (spec/SPEC.md section 8):
+          // counted and reported, neither a pass nor a failure.
+          if (declined++ == 0) first_declined = e.what();
+          RC_DISCARD("the kernel declined this case");
         } catch (const ReferenceError&) {
           // The reference cannot judge this case (a result within 2^-40000
           // of a rounding boundary, SPEC.md section 5): neither pass nor fail.
@@ -230,15 +249,24 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     outcome.counterexample = last_failure;
     outcome.reason = last_message;
   } else if (result.match(gave_up)) {
-    outcome.status = Status::fail;
     outcome.cases = gave_up.numSuccess;
-    outcome.reason = "gave up: " + gave_up.description;
+    if (gave_up.numSuccess == 0 && declined > 0) {
+      outcome.status = Status::skip;
+      outcome.reason = "the kernel declined every case (" + std::to_string(declined) + "): " + first_declined;
+    } else {
+      outcome.status = Status::fail;
+      outcome.reason = "gave up: " + gave_up.description;
+    }
   } else if (result.match(error)) {
     outcome.status = Status::fail;
     outcome.reason = "RapidCheck error: " + error.description;
   }
   if (undecidable > 0 && outcome.reason.empty())
     outcome.reason = std::to_string(undecidable) + " generated case(s) discarded: the certified reference could not decide them";
+  if (declined > 0 && outcome.status != Status::skip) {
+    if (!outcome.reason.empty()) outcome.reason += "; ";
+    outcome.reason += std::to_string(declined) + " case(s) declined by the kernel (first: " + first_declined + ")";
+  }
   if (stats.max_error_u >= 0) {
     outcome.max_error_u = stats.max_error_u;
     outcome.bound_u = stats.bound_u;

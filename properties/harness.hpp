@@ -24,9 +24,15 @@ struct Evaluation {
   std::vector<double> lse_bound;
 };
 
+// Which rows with no visible key are judged: all of them (`attnspec check`,
+// FULLMASK), or only where the kernel declares it handles them
+// (Capabilities::fully_masked_rows); unjudged rows get the spec's values
+// (0, lse -inf) in place of the kernel's.
+enum class FullyMaskedRows { as_declared, judged };
+
 // Runs the kernel (throws std::runtime_error if its output has the wrong
 // size) and the reference, and computes the bounds.
-Evaluation evaluate(Kernel& kernel, const Problem& p);
+Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows = FullyMaskedRows::as_declared);
 
 // The element that used the largest fraction of its bound, with its error
 // and bound in units of u_out * |P||V| (SPEC 6.7). Reporting the largest

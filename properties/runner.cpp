@@ -3,6 +3,8 @@
 // verdict does not depend on which other clauses ran.
 #include "properties/runner.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <sstream>
@@ -40,6 +42,26 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
+// A kernel name as part of a directory name: "cmd:" adapters name
+// themselves freely.
+std::string file_name_part(const std::string& name) {
+  std::string part = name;
+  for (char& c : part)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return part;
+}
+
+// A word the shell reads back unchanged: quoted when it needs to be.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./:=,+").find(c) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 }  // namespace
 
 bool RunReport::failed() const {
@@ -52,7 +74,9 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
                           const ResultCallback& on_result) {
   const Profile& profile = options.profile ? *options.profile : *find_profile("quick");
   RunReport report;
-  report.kernel = std::string(kernel_name);
+  report.kernel_argument = std::string(kernel_name);
+  report.kernel = kernel_name.starts_with("cmd:") ? kernel.name() : std::string(kernel_name);
+  if (const auto log = kernel.log_file()) report.kernel_log = log->string();
   report.profile = std::string(profile.name);
   report.seed = options.seed;
   report.strict_determinism = options.strict_determinism;
@@ -80,15 +104,15 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (r.outcome.status == Status::fail && r.outcome.counterexample && options.save_failures) {
-      const auto dir = *options.save_failures / (report.kernel + "_" + r.clause);
+      const auto dir = *options.save_failures / (file_name_part(report.kernel) + "_" + r.clause);
       Case c;
       c.dtype = kernel.formats().input;
       c.problem = *r.outcome.counterexample;
-      c.provenance = {{"generator", "attnspec run"}, {"kernel", report.kernel}, {"clause", r.clause},
+      c.provenance = {{"generator", "attnspec run"}, {"kernel", report.kernel_argument}, {"clause", r.clause},
                       {"profile", report.profile}, {"seed", options.seed}, {"failure", r.outcome.reason}};
       save_case(c, dir);
       r.counterexample_dir = dir.string();
-      r.reproduce = "attnspec check " + dir.string() + " --kernel " + report.kernel;
+      r.reproduce = "attnspec check " + shell_word(dir.string()) + " --kernel " + shell_word(report.kernel_argument);
     }
     if (on_result) on_result(r);
     report.results.push_back(std::move(r));
@@ -160,8 +184,11 @@ nlohmann::json report_json(const RunReport& report) {
                        {"informative", r.informative},
                        {"seconds", r.seconds}});
   }
-  return {{"format", "attnspec-report/1"}, {"kernel", report.kernel}, {"profile", report.profile},
-          {"seed", report.seed}, {"results", results}};
+  nlohmann::json json = {{"format", "attnspec-report/1"}, {"kernel", report.kernel}, {"profile", report.profile},
+                         {"seed", report.seed}, {"results", results}};
+  if (report.kernel_argument != report.kernel) json["kernel_command"] = report.kernel_argument;
+  if (!report.kernel_log.empty()) json["kernel_log"] = report.kernel_log;
+  return json;
 }
 
 std::string report_junit(const RunReport& report) {

@@ -37,7 +37,9 @@ struct ClauseReport {
 };
 
 struct RunReport {
-  std::string kernel;
+  std::string kernel;           // the kernel's name (a process adapter's own)
+  std::string kernel_argument;  // what selects it: the name, or "cmd:COMMAND"
+  std::string kernel_log;       // the kernel's diagnostics file, if any
   std::string profile;
   std::uint64_t seed = 0;
   std::vector<ClauseReport> results;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cases/io/input_error.hpp"
+#include "formats/format.hpp"
 
 namespace attnspec {
 namespace {
@@ -24,6 +25,7 @@ std::size_t item_size(NpyDtype dtype) {
   switch (dtype) {
     case NpyDtype::float64: return 8;
     case NpyDtype::float32: return 4;
+    case NpyDtype::float16: return 2;
     case NpyDtype::boolean: return 1;
   }
   return 1;
@@ -93,6 +95,7 @@ std::string_view npy_descr(NpyDtype dtype) {
   switch (dtype) {
     case NpyDtype::float64: return "<f8";
     case NpyDtype::float32: return "<f4";
+    case NpyDtype::float16: return "<f2";
     case NpyDtype::boolean: return "|b1";
   }
   return "?";
@@ -148,8 +151,9 @@ NpyArray read_npy(const std::filesystem::path& path) {
   if (fortran) header.fail("Fortran-order arrays are not accepted; write C order");
   if (descr == "<f8") array.dtype = NpyDtype::float64;
   else if (descr == "<f4") array.dtype = NpyDtype::float32;
+  else if (descr == "<f2") array.dtype = NpyDtype::float16;
   else if (descr == "|b1") array.dtype = NpyDtype::boolean;
-  else header.fail("unsupported dtype '" + descr + "' (expected <f8, <f4 or |b1)");
+  else header.fail("unsupported dtype '" + descr + "' (expected <f8, <f4, <f2 or |b1)");
 
   std::size_t count = 1;
   for (std::size_t extent : array.shape) count *= extent;
@@ -172,6 +176,12 @@ NpyArray read_npy(const std::filesystem::path& path) {
         std::uint32_t b;
         std::memcpy(&b, data + 4 * i, 4);
         array.values[i] = static_cast<double>(std::bit_cast<float>(b));
+        break;
+      }
+      case NpyDtype::float16: {
+        std::uint16_t b;
+        std::memcpy(&b, data + 2 * i, 2);
+        array.values[i] = decode_bits(b, FormatId::float16);
         break;
       }
       case NpyDtype::boolean: {
@@ -213,6 +223,11 @@ std::string encode_npy(const NpyArray& array) {
       case NpyDtype::float32: {
         const auto b = std::bit_cast<std::uint32_t>(static_cast<float>(value));
         bytes.append(reinterpret_cast<const char*>(&b), 4);
+        break;
+      }
+      case NpyDtype::float16: {
+        const auto b = static_cast<std::uint16_t>(encode_bits(value, FormatId::float16));
+        bytes.append(reinterpret_cast<const char*>(&b), 2);
         break;
       }
       case NpyDtype::boolean:

@@ -1,0 +1,113 @@
+// The adapter passes the problem to libtorch as it stands: Q, K, V as
+// [B, H, L, d] tensors of the kernel's format, the mask as libtorch takes
+// it (bool: true attends; additive: a tensor added to the scaled logits),
+// is_causal for top-left causal masking. libtorch 1.13's entry points have
+// no scale argument and no grouped-query heads, so those capabilities are
+// declared missing rather than emulated; nothing else is glued on. It
+// refuses a mask together with is_causal: such cases are declined. It gives
+// NaN for rows with no visible key, so it does not declare
+// fully_masked_rows (FULLMASK reports the deviation).
+#include "adapters/libtorch/libtorch_kernel.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/version.h>
+
+#include <array>
+
+namespace attnspec {
+namespace {
+
+enum class EntryPoint { fused, math };
+
+at::Tensor to_tensor(const std::vector<double>& values, std::vector<int64_t> shape, at::ScalarType type) {
+  // from_blob does not copy; .to() does, so the double buffer may go away.
+  return at::from_blob(const_cast<double*>(values.data()), shape, at::kDouble).to(type);
+}
+
+class LibtorchKernel final : public Kernel {
+ public:
+  LibtorchKernel(EntryPoint entry, at::ScalarType type, FormatId format) : entry_(entry), type_(type), format_(format) {}
+
+  std::string name() const override {
+    return std::string(entry_ == EntryPoint::fused ? "libtorch-sdpa-" : "libtorch-math-") + short_name(format_);
+  }
+
+  // bfloat16 tensors store the logits and weights in bfloat16 between the
+  // operations, so that is the accumulation format the bounds must assume.
+  KernelFormats formats() const override { return {format_, format_, format_}; }
+
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.bool_mask = true;
+    c.additive_mask = true;
+    c.causal_top_left = true;  // is_causal: key j visible to query i iff j <= i
+    c.dv_ne_dk = true;
+    return c;
+  }
+
+  KernelResult run(const Problem& p) override {
+    const Dims& d = p.dims;
+    const at::Tensor q = to_tensor(p.q, {d.batch, d.q_heads, d.q_len, d.d_k}, type_);
+    const at::Tensor k = to_tensor(p.k, {d.batch, d.kv_heads, d.kv_len, d.d_k}, type_);
+    const at::Tensor v = to_tensor(p.v, {d.batch, d.kv_heads, d.kv_len, d.d_v}, type_);
+    c10::optional<at::Tensor> mask;
+    if (p.mask_kind != MaskKind::none) {
+      const std::vector<int64_t> shape = {p.mask_batch, p.mask_heads, d.q_len, d.kv_len};
+      mask = to_tensor(p.mask, shape, p.mask_kind == MaskKind::boolean ? at::kBool : type_);
+    }
+    const bool causal = p.causal == Causal::top_left;
+    if (causal && mask) throw KernelUnsupported("libtorch 1.13 refuses an attn_mask together with is_causal");
+    at::Tensor out;
+    try {
+      out = std::get<0>(entry_ == EntryPoint::fused ? at::_scaled_dot_product_attention(q, k, v, mask, 0.0, false, causal)
+                                                    : at::_scaled_dot_product_attention_math(q, k, v, mask, 0.0, false, causal));
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(std::string("libtorch: ") + e.what_without_backtrace());
+    }
+    const at::Tensor result = out.to(at::kDouble).contiguous();
+    KernelResult r;
+    r.out.assign(result.data_ptr<double>(), result.data_ptr<double>() + result.numel());
+    return r;
+  }
+
+ private:
+  static std::string short_name(FormatId format) {
+    switch (format) {
+      case FormatId::float64: return "f64";
+      case FormatId::bfloat16: return "bf16";
+      default: return "f32";
+    }
+  }
+
+  EntryPoint entry_;
+  at::ScalarType type_;
+  FormatId format_;
+};
+
+template <EntryPoint entry, FormatId format>
+std::unique_ptr<Kernel> make() {
+  constexpr at::ScalarType type = format == FormatId::float64 ? at::kDouble
+                                  : format == FormatId::bfloat16 ? at::kBFloat16
+                                                                 : at::kFloat;
+  return std::make_unique<LibtorchKernel>(entry, type, format);
+}
+
+// float16 is left out: libtorch 1.13 has no CPU bmm for Half.
+const std::array kKernels = {
+    KernelEntry{"libtorch-sdpa-f32", "libtorch 1.13 at::_scaled_dot_product_attention, float32, CPU",
+                make<EntryPoint::fused, FormatId::float32>},
+    KernelEntry{"libtorch-sdpa-f64", "libtorch 1.13 at::_scaled_dot_product_attention, float64, CPU",
+                make<EntryPoint::fused, FormatId::float64>},
+    KernelEntry{"libtorch-sdpa-bf16", "libtorch 1.13 at::_scaled_dot_product_attention, bfloat16, CPU",
+                make<EntryPoint::fused, FormatId::bfloat16>},
+    KernelEntry{"libtorch-math-f32", "libtorch 1.13 at::_scaled_dot_product_attention_math (the composition), float32",
+                make<EntryPoint::math, FormatId::float32>},
+};
+
+}  // namespace
+
+std::span<const KernelEntry> libtorch_kernels() { return kKernels; }
+
+std::string libtorch_version() { return "libtorch " TORCH_VERSION; }
+
+}  // namespace attnspec

@@ -1,0 +1,163 @@
+// Strict parsing of the adapter's replies: every field checked for presence
+// and type, unknown fields rejected, each error naming the field and what
+// was expected.
+#include "adapters/process/protocol.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "formats/format.hpp"
+
+namespace attnspec {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 9> kCapabilityKeys = {
+    "masks", "causal", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows", "max_elements"};
+constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
+constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
+
+[[noreturn]] void fail(const std::string& field, const std::string& message) {
+  throw ProtocolError("field '" + field + "': " + message);
+}
+
+json parse_object(std::string_view line, std::string_view what) {
+  json message;
+  try {
+    message = json::parse(line);
+  } catch (const json::parse_error&) {
+    const std::string shown = line.size() > 200 ? std::string(line.substr(0, 200)) + "..." : std::string(line);
+    throw ProtocolError("the " + std::string(what) + " is not JSON: '" + shown + "'");
+  }
+  if (!message.is_object()) throw ProtocolError("the " + std::string(what) + " is not a JSON object");
+  return message;
+}
+
+void reject_unknown(const json& object, const std::string& where, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : object.items())
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      fail(where + key, "unknown field (a typo? see adapters/process/attnspec-process-1.schema.json)");
+}
+
+bool get_bool(const json& object, const std::string& key, const std::string& where) {
+  if (!object.contains(key)) return false;  // a missing capability is an unsupported one
+  if (!object[key].is_boolean()) fail(where + key, "expected true or false");
+  return object[key].get<bool>();
+}
+
+FormatId get_format(const json& formats, const std::string& key) {
+  if (!formats.contains(key)) fail("formats." + key, "missing (expected one of " + std::string(format_names()) + ")");
+  const json& value = formats[key];
+  const auto format = value.is_string() ? parse_format(value.get<std::string>()) : std::nullopt;
+  if (!format) fail("formats." + key, "expected one of " + std::string(format_names()) + ", got " + value.dump());
+  return *format;
+}
+
+template <std::size_t N>
+std::vector<std::string> get_names(const json& object, const std::string& key, const std::array<std::string_view, N>& allowed) {
+  std::vector<std::string> names;
+  if (!object.contains(key)) return names;
+  const json& list = object[key];
+  std::string expected;
+  for (std::string_view name : allowed) expected += (expected.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+  if (!list.is_array()) fail("capabilities." + key, "expected a list of " + expected);
+  for (const json& item : list) {
+    if (!item.is_string() || std::find(allowed.begin(), allowed.end(), item.get<std::string>()) == allowed.end())
+      fail("capabilities." + key, "expected a list of " + expected + ", got " + item.dump() + " in it");
+    names.push_back(item.get<std::string>());
+  }
+  return names;
+}
+
+bool has(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+bool AdapterInfo::operator==(const AdapterInfo& other) const {
+  const Capabilities &a = capabilities, &b = other.capabilities;
+  return name == other.name && formats.input == other.formats.input && formats.accumulate == other.formats.accumulate &&
+         formats.output == other.formats.output && a.bool_mask == b.bool_mask && a.additive_mask == b.additive_mask &&
+         a.causal_top_left == b.causal_top_left && a.causal_bottom_right == b.causal_bottom_right && a.gqa == b.gqa &&
+         a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
+         a.fully_masked_rows == b.fully_masked_rows &&
+         a.max_elements == b.max_elements;
+}
+
+std::string hello_request() { return json{{"op", "hello"}, {"protocol", kProcessProtocolVersion}}.dump(); }
+
+std::string run_request(std::uint64_t id, const std::filesystem::path& case_directory) {
+  return json{{"op", "run"}, {"id", id}, {"case", case_directory.string()}}.dump();
+}
+
+std::string bye_request() { return json{{"op", "bye"}}.dump(); }
+
+AdapterInfo parse_hello_reply(std::string_view line) {
+  const json reply = parse_object(line, "hello reply");
+  reject_unknown(reply, "", {"protocol", "name", "formats", "capabilities"});
+  if (!reply.contains("protocol") || reply["protocol"] != kProcessProtocolVersion)
+    fail("protocol", "expected 1, got " + (reply.contains("protocol") ? reply["protocol"].dump() : std::string("nothing")));
+  AdapterInfo info;
+  if (!reply.contains("name") || !reply["name"].is_string() || reply["name"].get<std::string>().empty())
+    fail("name", "expected a non-empty string");
+  info.name = reply["name"].get<std::string>();
+  if (!reply.contains("formats") || !reply["formats"].is_object())
+    fail("formats", "expected an object {\"input\": ..., \"accumulate\": ..., \"output\": ...}");
+  const json& formats = reply["formats"];
+  reject_unknown(formats, "formats.", {"input", "accumulate", "output"});
+  info.formats = {get_format(formats, "input"), get_format(formats, "accumulate"), get_format(formats, "output")};
+  if (!reply.contains("capabilities") || !reply["capabilities"].is_object())
+    fail("capabilities", "expected an object (see the schema)");
+  const json& caps = reply["capabilities"];
+  for (const auto& [key, value] : caps.items())
+    if (std::find(kCapabilityKeys.begin(), kCapabilityKeys.end(), key) == kCapabilityKeys.end())
+      fail("capabilities." + key, "unknown capability (a typo? see adapters/process/attnspec-process-1.schema.json)");
+  const std::vector<std::string> masks = get_names(caps, "masks", kMasks);
+  const std::vector<std::string> causal = get_names(caps, "causal", kCausal);
+  Capabilities& c = info.capabilities;
+  c.bool_mask = has(masks, "bool");
+  c.additive_mask = has(masks, "additive");
+  c.causal_top_left = has(causal, "top_left");
+  c.causal_bottom_right = has(causal, "bottom_right");
+  c.gqa = get_bool(caps, "gqa", "capabilities.");
+  c.explicit_scale = get_bool(caps, "scale", "capabilities.");
+  c.softcap = get_bool(caps, "softcap", "capabilities.");
+  c.dv_ne_dk = get_bool(caps, "dv_ne_dk", "capabilities.");
+  c.lse = get_bool(caps, "lse", "capabilities.");
+  c.fully_masked_rows = get_bool(caps, "fully_masked_rows", "capabilities.");
+  if (caps.contains("max_elements")) {
+    const json& limit = caps["max_elements"];
+    if (!limit.is_number_unsigned() || limit.get<std::uint64_t>() == 0)
+      fail("capabilities.max_elements", "expected an integer >= 1 (or leave it out for no limit), got " + limit.dump());
+    c.max_elements = limit.get<std::uint64_t>();
+  }
+  return info;
+}
+
+RunReply parse_run_reply(std::string_view line) {
+  const json reply = parse_object(line, "reply to run");
+  reject_unknown(reply, "", {"id", "ok", "unsupported", "error"});
+  RunReply r;
+  if (!reply.contains("id") || !reply["id"].is_number_unsigned()) fail("id", "expected the request's id (an integer >= 0)");
+  r.id = reply["id"].get<std::uint64_t>();
+  if (!reply.contains("ok") || !reply["ok"].is_boolean()) fail("ok", "expected true or false");
+  r.ok = reply["ok"].get<bool>();
+  r.unsupported = get_bool(reply, "unsupported", "");
+  if (reply.contains("error")) {
+    if (!reply["error"].is_string()) fail("error", "expected a string");
+    r.error = reply["error"].get<std::string>();
+  }
+  if (r.ok && r.unsupported) fail("unsupported", "true together with \"ok\": true");
+  if (!r.ok && r.error.empty()) fail("error", "missing: a reply with \"ok\": false must say why");
+  return r;
+}
+
+std::span<const std::string_view> capability_keys() { return kCapabilityKeys; }
+std::span<const std::string_view> mask_names() { return kMasks; }
+std::span<const std::string_view> causal_names() { return kCausal; }
+
+}  // namespace attnspec

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""An attnspec-process/1 adapter in Python: a NumPy attention kernel that
+attnspec tests over stdin/stdout (spec/SPEC.md section 8).
+
+Copy this file to test your own kernel: replace `attention` (and the HELLO
+reply's formats and capabilities) and keep the protocol loop. Run it with
+
+    attnspec run --kernel 'cmd:python3 numpy_adapter.py --dtype float32'
+
+Needs NumPy (Debian: python3-numpy). Nothing but protocol replies may go to
+stdout; print diagnostics to stderr, which attnspec keeps in a log file.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+DTYPES = {"float64": np.float64, "float32": np.float32}
+
+
+def hello(dtype_name):
+    return {
+        "protocol": 1,
+        "name": "numpy-" + dtype_name,
+        "formats": {"input": dtype_name, "accumulate": dtype_name, "output": dtype_name},
+        "capabilities": {
+            "masks": ["bool", "additive"],
+            "causal": ["top_left", "bottom_right"],
+            "gqa": True,
+            "scale": True,
+            "softcap": True,
+            "dv_ne_dk": True,
+            "lse": False,
+        },
+    }
+
+
+def attention(case, q, k, v, mask, dtype):
+    """softmax(Q K^T * scale + mask) V in `dtype`, per the spec's semantics."""
+    b, hq, hkv, L, S = case["batch"], case["q_heads"], case["kv_heads"], case["q_len"], case["kv_len"]
+    q, k, v = q.astype(dtype), k.astype(dtype), v.astype(dtype)
+    group = hq // hkv
+    k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
+    v = np.repeat(v, group, axis=1)
+    scale = dtype(case["scale"]) if case["scale"] is not None else dtype(1) / np.sqrt(dtype(case["d_k"]))
+    logits = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if case["softcap"] is not None:
+        cap = dtype(case["softcap"])
+        logits = cap * np.tanh(logits / cap)
+    visible = np.ones((b, hq, L, S), dtype=bool)
+    if case["causal"] is not None:
+        offset = 0 if case["causal"] == "top_left" else S - L
+        visible &= np.arange(S)[None, :] <= np.arange(L)[:, None] + offset
+    if case["mask"] == "bool":
+        visible &= np.broadcast_to(mask, visible.shape)
+    elif case["mask"] == "additive":  # -inf blocks a key like False does
+        additive = np.broadcast_to(mask.astype(dtype), logits.shape)
+        visible &= additive != -np.inf
+        logits = logits + additive
+    out = np.zeros((b, hq, L, v.shape[-1]), dtype=dtype)  # rows with no visible key stay 0
+    for row in np.ndindex(b, hq, L):
+        keys = visible[row]
+        if not keys.any():
+            continue
+        # Only visible keys take part, so NaN or Inf in a blocked key or value
+        # cannot leak through 0 * NaN.
+        x = logits[row][keys]
+        with np.errstate(invalid="ignore", over="ignore"):
+            weights = np.exp(x - x.max())
+            out[row] = (weights / weights.sum()) @ v[row[0], row[1]][keys]
+    return out
+
+
+def run_case(directory, dtype):
+    with open(os.path.join(directory, "case.json")) as f:
+        case = json.load(f)
+    arrays = {name: np.load(os.path.join(directory, name + ".npy")) for name in ("q", "k", "v")}
+    mask = np.load(os.path.join(directory, "mask.npy")) if case["mask"] else None
+    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype)
+    np.save(os.path.join(directory, "out.npy"), np.ascontiguousarray(out, dtype=dtype))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", default="float64", choices=sorted(DTYPES))
+    dtype_name = parser.parse_args().dtype
+    dtype = DTYPES[dtype_name]
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["op"] == "hello":
+            reply = hello(dtype_name)
+        elif request["op"] == "run":
+            try:
+                run_case(request["case"], dtype)
+                reply = {"id": request["id"], "ok": True}
+            except Exception as error:  # one bad case must not end the session
+                reply = {"id": request["id"], "ok": False, "error": repr(error)}
+        elif request["op"] == "bye":
+            return
+        else:
+            print("unknown request: " + line, file=sys.stderr)
+            continue
+        print(json.dumps(reply), flush=True)
+
+
+if __name__ == "__main__":
+    main()
