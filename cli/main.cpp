@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "attnspec 0.1.0");
   const std::vector<attnspec::cli::Command> commands = {
       attnspec::cli::add_run_command(app), attnspec::cli::add_check_command(app),
-      attnspec::cli::add_kernels_command(app), attnspec::cli::add_reference_command(app)};
+      attnspec::cli::add_kernels_command(app), attnspec::cli::add_reference_command(app),
+      attnspec::cli::add_check_adapter_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -64,10 +64,12 @@ RunOptions parse_options(const RunArgs& args) {
 
 int run(const RunArgs& args) {
   std::vector<std::string> names = args.kernels;
-  if (names.size() == 1 && names.front() == "all") {
+  if (names.size() == 1 && (names.front() == "all" || names.front() == "builtin")) {
+    const bool third_party = names.front() == "all";
     names.clear();
     for (const KernelEntry& entry : builtin_kernels()) names.emplace_back(entry.name);
-    for (const KernelEntry& entry : registered_kernels()) names.emplace_back(entry.name);
+    if (third_party)
+      for (const KernelEntry& entry : registered_kernels()) names.emplace_back(entry.name);
   }
   std::vector<std::unique_ptr<Kernel>> kernels;
   for (const std::string& name : names) kernels.push_back(kernel_or_error(name));
@@ -126,7 +128,7 @@ Command add_run_command(CLI::App& app) {
       "failure's shrunk counterexample is saved as a case directory with a command that reproduces\n"
       "it. Exit status: 0 all pass or skip, 1 a failure, 2 usage error or bad input.\n\n"
       "Example: attnspec run --kernel online-bf16 --profile ci --json report.json");
-  sub->add_option("--kernel", args->kernels, "kernel(s) to test (see: attnspec kernels), or cmd:COMMAND for a process adapter (spec/SPEC.md section 8); repeatable; 'all' for every built-in and third-party one, with a clause x kernel matrix at the end")->required();
+  sub->add_option("--kernel", args->kernels, "kernel(s) to test (see: attnspec kernels), or cmd:COMMAND for a process adapter (spec/SPEC.md section 8); repeatable; 'builtin' for every built-in one, 'all' for those and the in-process third-party ones, with a clause x kernel matrix at the end")->required();
   sub->add_option("--dtype", args->dtype, "input format to test; must be the kernel's (" + std::string(format_names()) + ")");
   sub->add_option("--profile", args->profile, "quick (default; 100 cases a clause), ci (300, with S >= 1024), full (1000)");
   sub->add_option("--clause", args->clauses, "run only these clauses (IDs of spec/SPEC.md section 7); repeatable");

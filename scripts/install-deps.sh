@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attnspec builds against, and only those that
-# are missing (running it twice installs nothing the second time).
+# are missing (running it twice installs nothing the second time), then the
+# ONNX Runtime adapter's npm packages (adapters/onnxruntime, from its lock
+# file) if they are not there yet.
 # Usage: scripts/install-deps.sh [--check]   (--check: only report what is missing)
 set -euo pipefail
 
@@ -9,7 +11,22 @@ packages=(
   libgtest-dev libbenchmark-dev
   libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
   nlohmann-json3-dev libcli11-dev libeigen3-dev librapidcheck-dev
+  libtorch-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev python3-numpy
 )
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+# ONNX Runtime's npm package would download a CUDA provider in its
+# postinstall step; the CPU binaries it needs ship in the package itself.
+install_npm_packages() {
+  local dir="$root/adapters/onnxruntime"
+  [ -d "$dir/node_modules/onnxruntime-node" ] && return 0
+  if ! command -v npm >/dev/null; then
+    echo "install-deps: npm not found; the ONNX Runtime adapter needs Node.js 20 and npm" >&2
+    exit 2
+  fi
+  echo "install-deps: npm packages for adapters/onnxruntime"
+  (cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
+}
 
 missing=()
 for package in "${packages[@]}"; do
@@ -18,13 +35,16 @@ for package in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
 if [ "${1:-}" = "--check" ]; then
+  [ -d "$root/adapters/onnxruntime/node_modules/onnxruntime-node" ] || missing+=("npm:adapters/onnxruntime")
+  if [ ${#missing[@]} -eq 0 ]; then echo "install-deps: nothing missing"; exit 0; fi
   echo "install-deps: missing: ${missing[*]}"
   exit 1
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  install_npm_packages
+  exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: missing packages: ${missing[*]}" >&2
@@ -35,3 +55,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_npm_packages

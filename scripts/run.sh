@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs the conformance
-# suite on every built-in kernel, ending with the clause x kernel matrix.
-# PROFILE=ci (or full) for the larger profile; SEED=N for another seed.
-# Counterexamples of failures go to build/failures/. Exit status 0 when
-# every clause passes or is skipped.
+# The main job: installs what is missing, builds, runs the conformance suite
+# on every built-in kernel (ending with the clause x kernel matrix), then
+# the Findings run of the real third-party kernels and the Python example
+# adapter (scripts/findings.py), which checks that each fails exactly its
+# known clauses. PROFILE=ci (or full) for the larger profile; SEED=N for
+# another seed. Counterexamples go to build/failures/ and
+# build/findings/failures/. Exit status 0 when every built-in kernel passes
+# every clause and the real kernels fail only their known clauses.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/install-deps.sh"
 TARGETS=attnspec_cli "$root/scripts/build.sh" "$root/build" >/dev/null
-exec "$root/build/attnspec" run --kernel all --profile "${PROFILE:-quick}" --seed "${SEED:-1}" \
+"$root/build/attnspec" run --kernel builtin --profile "${PROFILE:-quick}" --seed "${SEED:-1}" \
   --save-failures "$root/build/failures"
+echo
+python3 "$root/scripts/findings.py" --profile "${PROFILE:-quick}" --seed "${SEED:-1}"

@@ -74,7 +74,7 @@ check "mismatch message" says "FIRST MISMATCH out\[0\]"
 
 # kernels, run, check.
 check "kernels" run 0 kernels
-check "kernels lists online-bf16" says "online-bf16  input bfloat16"
+check "kernels lists online-bf16" says "online-bf16 *input bfloat16"
 check "run with reports" run 0 run --kernel online-bf16 --clause PREC --clause FULLMASK --json "$work/report.json" \
   --junit "$work/report.xml" --save-failures "$work/failures"
 check "run prints the clause line" says "PASS  PREC"
@@ -103,6 +103,30 @@ check "a mutant fails its clause" run 1 run --kernel mutant-gqa-modulo --clause 
 check "and says how to reproduce" says "reproduce: attnspec check $work/mutant/mutant-gqa-modulo_GQA --kernel mutant-gqa-modulo"
 check "the counterexample reproduces" run 1 check "$work/mutant/mutant-gqa-modulo_GQA" --kernel mutant-gqa-modulo
 check "check names the clause" says "saved by clause GQA"
+
+# Process adapters (spec/SPEC.md section 8), with the deliberately faulty
+# test adapter (standard library only).
+faulty="cmd:$python $source_dir/tests/process/faulty_adapter.py"
+check "empty cmd: is a usage error" run 2 run --kernel "cmd:"
+check "an adapter that never answers hello" run 2 run --kernel "cmd:$python $source_dir/tests/process/faulty_adapter.py --fault silent"
+check "which is said" says "ended without answering the hello"
+check "check-adapter help" run 0 check-adapter --help
+check "check-adapter of a good adapter" run 0 check-adapter "$faulty --fault none"
+check "check-adapter says it speaks the protocol" says "adapter speaks attnspec-process/1"
+check "check-adapter of a wrong-shape adapter" run 1 check-adapter "$faulty --fault wrong-shape"
+check "names the shape" says "has shape"
+check "check-adapter of a misspelt hello" run 1 check-adapter "$faulty --fault bad-hello"
+check "names the field" says "capabilities.softCap"
+check "check-adapter wants cmd:" run 2 check-adapter naive-f64
+check "a crashing adapter fails its clause and the run goes on" run 1 run --kernel "$faulty --fault crash" \
+  --clause SCALE --clause ROWSUM --no-shrink --save-failures "$work/crash"
+check "with the exit named" says "exited with status 3"
+check "both clauses reported" says "ROWSUM"
+check "a declining adapter is skipped" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE
+check "with the reason" says "declined every case"
+check "reproduce line quotes the command" run 1 run --kernel "$faulty --fault error" --clause SCALE --no-shrink \
+  --save-failures "$work/error"
+check "quoted" says "--kernel 'cmd:"
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

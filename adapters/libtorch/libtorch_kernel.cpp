@@ -17,7 +17,6 @@
 namespace attnspec {
 namespace {
 
-enum class EntryPoint { fused, math };
 
 at::Tensor to_tensor(const std::vector<double>& values, std::vector<int64_t> shape, at::ScalarType type) {
   // from_blob does not copy; .to() does, so the double buffer may go away.
@@ -26,11 +25,9 @@ at::Tensor to_tensor(const std::vector<double>& values, std::vector<int64_t> sha
 
 class LibtorchKernel final : public Kernel {
  public:
-  LibtorchKernel(EntryPoint entry, at::ScalarType type, FormatId format) : entry_(entry), type_(type), format_(format) {}
+  LibtorchKernel(at::ScalarType type, FormatId format) : type_(type), format_(format) {}
 
-  std::string name() const override {
-    return std::string(entry_ == EntryPoint::fused ? "libtorch-sdpa-" : "libtorch-math-") + short_name(format_);
-  }
+  std::string name() const override { return "libtorch-sdpa-" + short_name(format_); }
 
   // bfloat16 tensors store the logits and weights in bfloat16 between the
   // operations, so that is the accumulation format the bounds must assume.
@@ -59,8 +56,7 @@ class LibtorchKernel final : public Kernel {
     if (causal && mask) throw KernelUnsupported("libtorch 1.13 refuses an attn_mask together with is_causal");
     at::Tensor out;
     try {
-      out = std::get<0>(entry_ == EntryPoint::fused ? at::_scaled_dot_product_attention(q, k, v, mask, 0.0, false, causal)
-                                                    : at::_scaled_dot_product_attention_math(q, k, v, mask, 0.0, false, causal));
+      out = std::get<0>(at::_scaled_dot_product_attention(q, k, v, mask, 0.0, false, causal));
     } catch (const c10::Error& e) {
       throw std::runtime_error(std::string("libtorch: ") + e.what_without_backtrace());
     }
@@ -79,29 +75,26 @@ class LibtorchKernel final : public Kernel {
     }
   }
 
-  EntryPoint entry_;
   at::ScalarType type_;
   FormatId format_;
 };
 
-template <EntryPoint entry, FormatId format>
+template <FormatId format>
 std::unique_ptr<Kernel> make() {
   constexpr at::ScalarType type = format == FormatId::float64 ? at::kDouble
                                   : format == FormatId::bfloat16 ? at::kBFloat16
                                                                  : at::kFloat;
-  return std::make_unique<LibtorchKernel>(entry, type, format);
+  return std::make_unique<LibtorchKernel>(type, format);
 }
 
 // float16 is left out: libtorch 1.13 has no CPU bmm for Half.
 const std::array kKernels = {
     KernelEntry{"libtorch-sdpa-f32", "libtorch 1.13 at::_scaled_dot_product_attention, float32, CPU",
-                make<EntryPoint::fused, FormatId::float32>},
+                make<FormatId::float32>},
     KernelEntry{"libtorch-sdpa-f64", "libtorch 1.13 at::_scaled_dot_product_attention, float64, CPU",
-                make<EntryPoint::fused, FormatId::float64>},
+                make<FormatId::float64>},
     KernelEntry{"libtorch-sdpa-bf16", "libtorch 1.13 at::_scaled_dot_product_attention, bfloat16, CPU",
-                make<EntryPoint::fused, FormatId::bfloat16>},
-    KernelEntry{"libtorch-math-f32", "libtorch 1.13 at::_scaled_dot_product_attention_math (the composition), float32",
-                make<EntryPoint::math, FormatId::float32>},
+                make<FormatId::bfloat16>},
 };
 
 }  // namespace

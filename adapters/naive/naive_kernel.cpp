@@ -16,14 +16,15 @@ class NaiveKernel final : public Kernel {
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   static constexpr FormatId kArithmetic = std::is_same_v<Scalar, double> ? FormatId::float64 : FormatId::float32;
 
-  explicit NaiveKernel(FormatId output = kArithmetic) : output_(output) {}
+  explicit NaiveKernel(FormatId output = kArithmetic, FormatId storage = kArithmetic)
+      : output_(output), storage_(storage) {}
 
   std::string name() const override {
     const std::string base = std::is_same_v<Scalar, double> ? "naive-f64" : "naive-f32";
     return output_ == kArithmetic ? base : base + "-to-" + std::string(format_info(output_).name);
   }
 
-  KernelFormats formats() const override { return {output_, kArithmetic, output_}; }
+  KernelFormats formats() const override { return {output_, storage_, output_}; }
 
   Capabilities capabilities() const override { return full_capabilities(); }
 
@@ -41,15 +42,16 @@ class NaiveKernel final : public Kernel {
         const Matrix k = rows_of(p, [&](int j) { return p.key_row(b, g, j); }, d.kv_len, d.d_k);
         const Matrix v = rows_of(p, [&](int j) { return p.value_row(b, g, j); }, d.kv_len, d.d_v);
         Matrix logits = (q * k.transpose()) * scale;
+        logits = logits.unaryExpr([this](Scalar x) { return store(x); });
         std::vector<char> has_visible(static_cast<std::size_t>(d.q_len), 0);
         for (int i = 0; i < d.q_len; ++i) {
           const RowIndex r{b, h, i};
           bool any_visible = false;  // tracked apart: -inf is also a possible logit
           for (int j = 0; j < d.kv_len; ++j) {
             Scalar& x = logits(i, j);
-            if (p.softcap) x = static_cast<Scalar>(*p.softcap) * std::tanh(x / static_cast<Scalar>(*p.softcap));
+            if (p.softcap) x = store(static_cast<Scalar>(*p.softcap) * std::tanh(x / static_cast<Scalar>(*p.softcap)));
             any_visible = any_visible || p.visible(r, j);
-            x = p.visible(r, j) ? x + static_cast<Scalar>(p.mask_value(r, j)) : minus_infinity;
+            x = p.visible(r, j) ? store(x + static_cast<Scalar>(p.mask_value(r, j))) : minus_infinity;
           }
           const std::size_t row = p.row_flat(r);
           has_visible[static_cast<std::size_t>(i)] = any_visible;
@@ -64,6 +66,7 @@ class NaiveKernel final : public Kernel {
           logits.row(i) = (logits.row(i).array() - max).exp().matrix();
           const Scalar sum = logits.row(i).sum();
           logits.row(i) /= sum;
+          logits.row(i) = logits.row(i).unaryExpr([this](Scalar x) { return store(x); });
           result.lse[row] = static_cast<double>(max + std::log(sum));
         }
         // P V row by row over visible keys only: a blocked key's value is
@@ -75,7 +78,8 @@ class NaiveKernel final : public Kernel {
           Eigen::Matrix<Scalar, 1, Eigen::Dynamic> out = Eigen::Matrix<Scalar, 1, Eigen::Dynamic>::Zero(d.d_v);
           for (int j = 0; j < d.kv_len; ++j)
             if (p.visible(r, j)) out += logits(i, j) * v.row(j);
-          for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = round_to_format(static_cast<double>(out(t)), output_);
+          for (int t = 0; t < d.d_v; ++t)
+            result.out[row * d.d_v + t] = round_to_format(static_cast<double>(store(out(t))), output_);
         }
       }
     }
@@ -83,7 +87,15 @@ class NaiveKernel final : public Kernel {
   }
 
  private:
+  // Intermediates (logits, weights, the output before its final rounding)
+  // stored in a narrower format than the arithmetic, as frameworks do
+  // with 16-bit tensors between operations.
+  Scalar store(Scalar x) const {
+    return storage_ == kArithmetic ? x : static_cast<Scalar>(round_to_format(static_cast<double>(x), storage_));
+  }
+
   FormatId output_;
+  FormatId storage_;
 
   template <typename RowOf>
   static Matrix rows_of(const Problem&, RowOf row_of, int rows, int cols) {
@@ -103,7 +115,8 @@ std::unique_ptr<Kernel> make_naive_f32() { return std::make_unique<NaiveKernel<f
 
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output) {
   if (accumulate == FormatId::float64) return std::make_unique<NaiveKernel<double>>(output);
-  return std::make_unique<NaiveKernel<float>>(output);
+  if (accumulate == FormatId::float32) return std::make_unique<NaiveKernel<float>>(output);
+  return std::make_unique<NaiveKernel<float>>(output, accumulate);
 }
 
 }  // namespace attnspec

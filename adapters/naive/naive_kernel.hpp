@@ -13,7 +13,10 @@ std::unique_ptr<Kernel> make_naive_f64();
 std::unique_ptr<Kernel> make_naive_f32();
 // The naive composition in another kernel's formats, the yardstick of
 // PRECREL: float64 arithmetic for a float64 accumulator, float32 for any
-// other, and the result rounded to `output`.
+// other; with a narrower accumulator (bfloat16, float16, float8) the
+// logits, weights and output are stored in it between the steps, as a
+// framework composing 16-bit tensor operations does; the result rounded
+// to `output`.
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output);
 
 }  // namespace attnspec

@@ -21,7 +21,8 @@
 // memories at that head's rows. The default scale 1/sqrt(d_k) is computed
 // here and rounded to f32 like any explicit one. Nothing else is changed: a
 // row with every key blocked gets whatever softmax_v2 makes of all -inf
-// logits, and NaN at a blocked key still meets the mask in an addition.
+// logits, a NaN or infinity in a blocked key still meets its -inf in an
+// addition, and one in a blocked value meets its 0 weight in P V.
 // No log-sum-exp: softmax_v2 does not return it.
 #include "adapters/onednn/onednn_kernel.hpp"
 
@@ -117,6 +118,9 @@ class OnednnKernel final : public Kernel {
     c.softcap = true;
     c.dv_ne_dk = true;
     c.lse = false;  // softmax_v2 gives the weights only
+    // softmax_v2 turns a row of all -inf logits into NaN (max -inf, then
+    // -inf - -inf); the adapter passes that on rather than writing 0.
+    c.fully_masked_rows = false;
     return c;
   }
 

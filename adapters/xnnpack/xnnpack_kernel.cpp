@@ -87,6 +87,9 @@ class XnnpackF32Kernel final : public Kernel {
   Capabilities capabilities() const override {
     Capabilities c = full_capabilities();
     c.lse = false;  // XNNPACK's softmax returns the weights only
+    // Its softmax of a row of -inf is -inf, not the spec's 0: FULLMASK
+    // reports that, the other clauses leave such rows out.
+    c.fully_masked_rows = false;
     return c;
   }
 

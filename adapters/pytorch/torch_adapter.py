@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""attnspec-process/1 adapter for PyTorch >= 2:
+torch.nn.functional.scaled_dot_product_attention, with a chosen backend,
+number format and device (spec/SPEC.md section 8).
+
+    attnspec run --kernel 'cmd:python3 adapters/pytorch/torch_adapter.py --dtype bfloat16 --device cuda --backend flash'
+
+--backend: default (PyTorch picks), math, flash, efficient, cudnn; the
+fused ones need a GPU. What the adapter declares follows the installed
+version: an explicit scale from 2.1, bottom-right causal masks from 2.1
+(torch.nn.attention.bias), grouped-query heads from 2.5 (enable_gqa), and
+zeros for fully masked rows from 2.5. PyTorch refuses a mask together with
+is_causal, so such cases are declined rather than merged here.
+"""
+import argparse
+import json
+import os
+import sys
+
+FORMATS = ("float64", "float32", "float16", "bfloat16")
+BACKENDS = ("default", "math", "flash", "efficient", "cudnn")
+
+
+def version_at_least(torch, major, minor):
+    parts = torch.__version__.split("+")[0].split(".")
+    return (int(parts[0]), int(parts[1])) >= (major, minor)
+
+
+def backend_context(torch, backend):
+    """A context manager that restricts SDPA to one backend."""
+    import contextlib
+    if backend == "default":
+        return contextlib.nullcontext()
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # PyTorch >= 2.3
+        names = {"math": "MATH", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                 "cudnn": "CUDNN_ATTENTION"}
+        return sdpa_kernel(getattr(SDPBackend, names[backend]))
+    except ImportError:
+        flags = {name: name == backend for name in ("math", "flash", "efficient")}
+        if backend == "cudnn":
+            raise SystemExit("torch_adapter: the cudnn backend needs PyTorch >= 2.3")
+        return torch.backends.cuda.sdp_kernel(enable_math=flags["math"], enable_flash=flags["flash"],
+                                              enable_mem_efficient=flags["efficient"])
+
+
+def hello(torch, args):
+    # Fused GPU kernels keep the softmax and its sums in float32; the math
+    # composition stores intermediates in the input type.
+    fused = args.backend in ("flash", "efficient", "cudnn") or (args.backend == "default" and args.device == "cuda")
+    accumulate = "float32" if fused and args.dtype in ("float16", "bfloat16") else args.dtype
+    new = version_at_least(torch, 2, 5)
+    causal = ["top_left"] + (["bottom_right"] if version_at_least(torch, 2, 1) else [])
+    return {
+        "protocol": 1,
+        "name": "torch-%s-%s-%s-%s" % (torch.__version__.split("+")[0], args.backend, args.device, args.dtype),
+        "formats": {"input": args.dtype, "accumulate": accumulate, "output": args.dtype},
+        "capabilities": {"masks": ["bool", "additive"], "causal": causal, "gqa": new,
+                         "scale": version_at_least(torch, 2, 1), "softcap": False, "dv_ne_dk": True,
+                         "lse": False, "fully_masked_rows": new},
+    }
+
+
+def run_case(torch, np, directory, args):
+    with open(os.path.join(directory, "case.json")) as f:
+        case = json.load(f)
+    if case["mask"] and case["causal"]:
+        return {"ok": False, "unsupported": True, "error": "PyTorch takes either a mask or is_causal, not both"}
+    dtype = getattr(torch, args.dtype)
+    load = lambda name: torch.from_numpy(np.load(os.path.join(directory, name + ".npy"))).to(args.device)
+    q, k, v = (load(name).to(dtype) for name in ("q", "k", "v"))
+    options = {}
+    if case["scale"] is not None:
+        options["scale"] = case["scale"]
+    if case["q_heads"] != case["kv_heads"]:
+        options["enable_gqa"] = True
+    mask = None
+    if case["mask"] == "bool":
+        mask = load("mask")
+    elif case["mask"] == "additive":
+        mask = load("mask").to(dtype)
+    if case["causal"] == "top_left":
+        options["is_causal"] = True
+    elif case["causal"] == "bottom_right":
+        from torch.nn.attention.bias import causal_lower_right
+        mask = causal_lower_right(case["q_len"], case["kv_len"])
+    with torch.no_grad(), backend_context(torch, args.backend):
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
+    # float16 values travel as <f2, the others as <f4 or <f8 (bfloat16 fits float32 exactly).
+    carrier = {"float64": np.float64, "float16": np.float16}.get(args.dtype, np.float32)
+    wide = torch.float64 if args.dtype == "float64" else torch.float32
+    np.save(os.path.join(directory, "out.npy"), out.to(wide).cpu().numpy().astype(carrier))
+    return {"ok": True}
+
+
+def main():
+    parser = argparse.ArgumentParser(description="attnspec-process/1 adapter for PyTorch SDPA")
+    parser.add_argument("--dtype", default="float32", choices=FORMATS)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--backend", default="default", choices=BACKENDS)
+    args = parser.parse_args()
+    try:
+        import numpy as np
+        import torch
+    except ImportError as error:
+        print("torch_adapter: needs PyTorch >= 2 and NumPy (%s)" % error, file=sys.stderr)
+        return 2
+    if not version_at_least(torch, 2, 0):
+        print("torch_adapter: needs PyTorch >= 2, found %s" % torch.__version__, file=sys.stderr)
+        return 2
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["op"] == "bye":
+            return 0
+        if request["op"] == "hello":
+            reply = hello(torch, args)
+        else:
+            try:
+                reply = run_case(torch, np, request["case"], args)
+            except Exception as error:  # reported for this case; the session goes on
+                reply = {"ok": False, "error": "%s: %s" % (type(error).__name__, error)}
+            reply["id"] = request["id"]
+        print(json.dumps(reply), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

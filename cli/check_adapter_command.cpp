@@ -1,0 +1,133 @@
+// `attnspec check-adapter 'cmd:COMMAND'`: checks that a process adapter
+// speaks attnspec-process/1 (spec/SPEC.md section 8) before a long
+// conformance run depends on it: the hello reply against the schema, one
+// small case per declared feature answered with a well-formed output, and a
+// clean exit after "bye". Numerical agreement is shown but judged by
+// `attnspec run`, not here.
+#include <cmath>
+#include <iostream>
+
+#include "adapters/process/process_kernel.hpp"
+#include "adapters/process/protocol.hpp"
+#include "adapters/process/subprocess.hpp"
+#include "cases/io/input_error.hpp"
+#include "cli/commands.hpp"
+#include "properties/harness.hpp"
+
+namespace attnspec::cli {
+namespace {
+
+// B=1, Hq=2, L=3, S=5 with values k/4, representable in every format.
+Problem probe_problem(const Capabilities& caps, FormatId input) {
+  Problem p;
+  p.dims = Dims{1, 2, caps.gqa ? 1 : 2, 3, 5, 4, caps.dv_ne_dk ? 3 : 4};
+  const auto fill = [&](std::vector<double>& values, std::size_t n, int seed) {
+    values.resize(n);
+    for (std::size_t i = 0; i < n; ++i) values[i] = round_to_format(static_cast<double>((i * 7 + seed) % 9) / 4 - 1, input);
+  };
+  fill(p.q, p.rows() * p.dims.d_k, 1);
+  fill(p.k, static_cast<std::size_t>(p.dims.kv_heads) * p.dims.kv_len * p.dims.d_k, 2);
+  fill(p.v, static_cast<std::size_t>(p.dims.kv_heads) * p.dims.kv_len * p.dims.d_v, 3);
+  return p;
+}
+
+struct Probe {
+  std::string what;
+  Problem problem;
+};
+
+std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
+  const Problem base = probe_problem(caps, input);
+  std::vector<Probe> list = {{"plain attention", base}};
+  if (caps.bool_mask) {
+    Probe probe{"bool mask", base};
+    probe.problem.mask_kind = MaskKind::boolean;
+    probe.problem.mask.assign(15, 1.0);
+    probe.problem.mask[4] = probe.problem.mask[7] = 0.0;
+    list.push_back(probe);
+  }
+  if (caps.additive_mask) {
+    Probe probe{"additive mask", base};
+    probe.problem.mask_kind = MaskKind::additive;
+    probe.problem.mask.assign(15, 0.5);
+    probe.problem.mask[3] = -INFINITY;
+    list.push_back(probe);
+  }
+  if (caps.causal_top_left) list.push_back({"causal top_left", base}), list.back().problem.causal = Causal::top_left;
+  if (caps.causal_bottom_right)
+    list.push_back({"causal bottom_right", base}), list.back().problem.causal = Causal::bottom_right;
+  if (caps.explicit_scale) list.push_back({"explicit scale 0.75", base}), list.back().problem.scale = 0.75;
+  if (caps.softcap) list.push_back({"softcap 2", base}), list.back().problem.softcap = 2.0;
+  return list;
+}
+
+int check_adapter(const std::string& kernel_argument) {
+  if (!kernel_argument.starts_with(kProcessKernelPrefix))
+    throw InputError("ADAPTER", "", "expected cmd:COMMAND, got '" + kernel_argument + "'");
+  const std::string command = kernel_argument.substr(kProcessKernelPrefix.size());
+  int failures = 0;
+  const auto line = [&](bool ok, const std::string& text) {
+    std::cout << (ok ? "PASS  " : "FAIL  ") << text << "\n";
+    if (!ok) ++failures;
+  };
+
+  std::unique_ptr<Kernel> kernel;
+  try {
+    kernel = make_process_kernel(command, default_process_options());
+  } catch (const std::exception& e) {
+    line(false, std::string("hello: ") + e.what());
+    return 1;
+  }
+  const KernelFormats f = kernel->formats();
+  line(true, "hello: " + kernel->name() + ", input " + std::string(format_info(f.input).name) + ", accumulate " +
+                 std::string(format_info(f.accumulate).name) + ", output " + std::string(format_info(f.output).name) +
+                 "; capabilities: " + describe(kernel->capabilities()));
+  if (const auto log = kernel->log_file()) std::cout << "      adapter stderr: " << log->string() << "\n";
+
+  for (const Probe& probe : probes(kernel->capabilities(), f.input)) {
+    try {
+      ErrorStats stats;
+      const std::string numerics = check_against_reference(*kernel, probe.problem, stats);
+      line(true, "run (" + probe.what + "): a well-formed output" +
+                     (numerics.empty() ? ", within the precision bound" : "; numerics (judged by attnspec run): " + numerics));
+    } catch (const KernelUnsupported& e) {
+      line(true, "run (" + probe.what + "): declined: " + e.what());
+    } catch (const std::exception& e) {
+      line(false, "run (" + probe.what + "): " + e.what());
+    }
+  }
+  kernel.reset();
+
+  // A fresh session to watch the exit: hello, bye, exit status 0.
+  const std::filesystem::path log = std::filesystem::temp_directory_path() / "attnspec-check-adapter-bye.log";
+  {
+    Subprocess process(command, log);
+    std::string reply;
+    const bool greeted = process.write_line(hello_request()) &&
+                         process.read_line(reply, std::chrono::seconds(30)) == Subprocess::Read::line;
+    const bool left = greeted && process.write_line(bye_request()) && process.finish(std::chrono::seconds(5));
+    const std::string how = left ? process.exit_description() : "did not exit within 5 s of bye";
+    line(left && how == "exited with status 0", "bye: " + how);
+  }
+  std::error_code ignored;
+  std::filesystem::remove(log, ignored);
+  std::cout << (failures == 0 ? "adapter speaks attnspec-process/1\n" : std::to_string(failures) + " check(s) failed\n");
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_check_adapter_command(CLI::App& app) {
+  auto adapter = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand("check-adapter", "Check that a process adapter speaks attnspec-process/1");
+  sub->footer(
+      "Starts the adapter, checks its hello reply (field by field, as in\n"
+      "adapters/process/attnspec-process-1.schema.json), sends one small case per declared feature and\n"
+      "checks each answer and out.npy (shape, dtype, values of the declared output format), then sends\n"
+      "bye and checks for exit status 0. Exit status 0 all checks pass, 1 a check failed, 2 usage.\n\n"
+      "Example: attnspec check-adapter 'cmd:python3 adapters/python/numpy_adapter.py'");
+  sub->add_option("ADAPTER", *adapter, "cmd:COMMAND, as for attnspec run --kernel")->required();
+  return {sub, [adapter] { return check_adapter(*adapter); }};
+}
+
+}  // namespace attnspec::cli

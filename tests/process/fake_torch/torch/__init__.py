@@ -1,0 +1,40 @@
+"""A stand-in for PyTorch, just large enough to drive
+adapters/pytorch/torch_adapter.py on a machine without PyTorch (tests
+only): tensors are NumPy arrays, and scaled_dot_product_attention follows
+PyTorch 2.5's documented semantics. It checks the adapter's plumbing
+(arguments, masks, formats, the protocol), not PyTorch."""
+import contextlib
+
+import numpy as np
+
+__version__ = "2.5.0+fake"
+
+float64, float32, float16 = np.float64, np.float32, np.float16
+bfloat16 = "bfloat16"  # NumPy has none; the adapter's tests do not use it
+
+
+class Tensor:
+    def __init__(self, array):
+        self.array = np.asarray(array)
+
+    def to(self, target):
+        if isinstance(target, str):  # a device
+            return self
+        return Tensor(self.array.astype(target))
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self.array
+
+
+def from_numpy(array):
+    return Tensor(array)
+
+
+def no_grad():
+    return contextlib.nullcontext()
+
+
+from . import nn  # noqa: E402  (after Tensor, which nn uses)

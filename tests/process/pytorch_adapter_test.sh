@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# adapters/pytorch/torch_adapter.py on a machine without PyTorch: driven
+# through tests/process/fake_torch (NumPy standing in for PyTorch 2.5), so
+# that its protocol handling and argument plumbing are tested here; the
+# numerics of real PyTorch are not.
+# Usage: tests/process/pytorch_adapter_test.sh SOURCE_DIR   (env: ATTNSPEC)
+set -euo pipefail
+source_dir="$1"
+python=""
+for candidate in /usr/bin/python3 python3; do
+  if "$candidate" -c "import numpy" 2>/dev/null; then python="$candidate"; break; fi
+done
+[ -n "$python" ] || { echo "no python3 with NumPy (scripts/install-deps.sh installs python3-numpy)"; exit 1; }
+adapter="cmd:PYTHONPATH=$source_dir/tests/process/fake_torch $python $source_dir/adapters/pytorch/torch_adapter.py"
+"$ATTNSPEC" check-adapter "$adapter --dtype float32 --backend math"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend math" --profile quick --save-failures "$work" \
+  --clause SCALE --clause MASKBOOL --clause MASKADD --clause CAUSAL --clause FULLMASK --clause GQA --clause PREC
