@@ -127,6 +127,8 @@ check "with the reason" says "declined every case"
 check "reproduce line quotes the command" run 1 run --kernel "$faulty --fault error" --clause SCALE --no-shrink \
   --save-failures "$work/error"
 check "quoted" says "--kernel 'cmd:"
+check "a process adapter's JSON report" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --json "$work/process.json"
+check "names the command and the adapter's log" grep -q '"kernel_command": "cmd:.*"kernel_log": "' <(tr -d '\n' <"$work/process.json")
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
