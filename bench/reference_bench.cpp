@@ -1,30 +1,53 @@
 // Cost of the certified reference per output element, next to a plain
 // double implementation (max-shifted softmax, no certification) on the same
-// problems. Each benchmark reports ns per output element and the ratio to
-// plain double, measured in the same process. Run: build/bench/reference_bench
+// problems: the multiprecision path (BM_certified) and the fast path
+// (BM_fast_certified, reference/fast_reference.hpp) with the fraction of
+// rows it escalates, per input distribution. Each benchmark reports ns per
+// output element and the ratio to plain double, measured in the same
+// process. Run: build/bench/reference_bench
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "reference/certified.hpp"
+#include "reference/fast_reference.hpp"
 
 namespace attnspec {
 namespace {
 
-Problem bench_problem(int L, int S, int d) {
+enum class Inputs { normal, uniform, outliers, ties, large };
+const char* const kInputNames[] = {"normal", "uniform", "outliers", "ties", "large"};
+
+// Inputs rounded to bfloat16 (8 bits), as a bf16 kernel would see them:
+// N(0,1); U(-1,1); FlashAttention-3's N(0,1) + N(0,100) Bernoulli(0.001);
+// quarter-integers in [-2, 2] (many tied logits); N(0,16) (logits in the
+// hundreds).
+Problem bench_problem(int L, int S, int d, Inputs inputs = Inputs::normal) {
   std::mt19937_64 random(42);
   std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::bernoulli_distribution rare(0.001);
   Problem p;
   p.dims.q_len = L;
   p.dims.kv_len = S;
   p.dims.d_k = p.dims.d_v = d;
-  // Normal inputs rounded to bfloat16 (8 bits), as a bf16 kernel would see.
+  const auto draw = [&] {
+    switch (inputs) {
+      case Inputs::uniform: return uniform(random);
+      case Inputs::outliers: return normal(random) + (rare(random) ? 10 * normal(random) : 0.0);
+      case Inputs::ties: return std::clamp(std::round(normal(random) * 4) / 4, -2.0, 2.0);
+      case Inputs::large: return 4 * normal(random);
+      case Inputs::normal: break;
+    }
+    return normal(random);
+  };
   const auto fill = [&](std::vector<double>& t, std::size_t n) {
     t.resize(n);
-    for (double& x : t) x = round_to_format(normal(random), FormatId::bfloat16);
+    for (double& x : t) x = round_to_format(draw(), FormatId::bfloat16);
   };
   fill(p.q, static_cast<std::size_t>(L) * d);
   fill(p.k, static_cast<std::size_t>(S) * d);
@@ -47,9 +70,10 @@ std::vector<double> plain_double(const Problem& p) {
     }
     double sum = 0;
     for (double& x : logits) sum += (x = std::exp(x - max));
+    for (double& x : logits) x /= sum;
     for (int j = 0; j < S; ++j)
       for (int t = 0; t < dv; ++t)
-        out[static_cast<std::size_t>(i) * dv + t] += logits[static_cast<std::size_t>(j)] / sum * p.v[static_cast<std::size_t>(j) * dv + t];
+        out[static_cast<std::size_t>(i) * dv + t] += logits[static_cast<std::size_t>(j)] * p.v[static_cast<std::size_t>(j) * dv + t];
   }
   return out;
 }
@@ -98,6 +122,42 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"L", "S", "d", "format"})->Unit(benchmark::kMillisecond);
 }
 BENCHMARK(BM_certified)->Apply(shapes);
+
+void BM_fast_certified(benchmark::State& state) {
+  const auto inputs = static_cast<Inputs>(state.range(4));
+  const Problem p = bench_problem(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                                  static_cast<int>(state.range(2)), inputs);
+  const auto target = static_cast<FormatId>(state.range(3));
+  std::size_t escalated = 0, escalated_outputs = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    const FastReferenceResult r = fast_certified_attention(p, target);
+    escalated = r.escalated_rows;
+    escalated_outputs = r.escalated_outputs;
+    benchmark::DoNotOptimize(r.out.data());
+  }
+  const double fast_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                              static_cast<double>(state.iterations());
+  const double double_seconds = seconds_of_plain_double(p);
+  const double outputs = static_cast<double>(p.out_size());
+  state.counters["certified_ns_per_out"] = fast_seconds / outputs * 1e9;
+  state.counters["double_ns_per_out"] = double_seconds / outputs * 1e9;
+  state.counters["ratio"] = fast_seconds / double_seconds;
+  state.counters["escalated_rows_pct"] = 100.0 * static_cast<double>(escalated) / static_cast<double>(p.rows());
+  state.counters["escalated_outputs_pct"] = 100.0 * static_cast<double>(escalated_outputs) / outputs;
+  state.SetLabel(std::string(format_info(target).name) + " " + kInputNames[state.range(4)]);
+}
+
+void fast_shapes(benchmark::internal::Benchmark* b) {
+  for (auto target : {FormatId::float32, FormatId::bfloat16, FormatId::float16})
+    for (auto [L, S, d] : {std::tuple{64, 64, 64}, std::tuple{32, 256, 128}, std::tuple{16, 4096, 128}})
+      b->Args({L, S, d, static_cast<long>(target), static_cast<long>(Inputs::normal)});
+  for (long inputs = 1; inputs <= 4; ++inputs)
+    for (auto target : {FormatId::float32, FormatId::bfloat16, FormatId::float16})
+      b->Args({32, 256, 128, static_cast<long>(target), inputs});
+  b->ArgNames({"L", "S", "d", "format", "inputs"})->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_fast_certified)->Apply(fast_shapes);
 
 }  // namespace
 }  // namespace attnspec

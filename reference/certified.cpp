@@ -43,7 +43,7 @@ Interval capped_difference(const Interval& scale, const Interval& cap, const Rea
   return cap * (tanh(a) - tanh(b));
 }
 
-RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights) {
+RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights, const std::vector<char>& wanted_column) {
   const std::size_t n = row.visible.size(), groups = row.representative.size();
   const std::size_t r = row.reference_key;
   const Interval scale = p.scale ? Interval(*p.scale) : Interval(1) / sqrt(Interval(p.dims.d_k));
@@ -71,6 +71,7 @@ RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights) 
   }
   result.out.resize(static_cast<std::size_t>(p.dims.d_v));
   for (int t = 0; t < p.dims.d_v; ++t) {
+    if (!wanted_column[static_cast<std::size_t>(t)]) continue;
     Interval numerator = 0;
     for (std::size_t g = 0; g < groups; ++g) {
       const Interval values =
@@ -128,7 +129,10 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
   if (options.weights)
     for (std::size_t j = 0; j < row.visible.size(); ++j)
       pending.push_back({&result.weights[static_cast<std::size_t>(row.visible[j])], Pending::Kind::weight, j});
+  std::vector<char> wanted_column(static_cast<std::size_t>(p.dims.d_v), options.columns.empty());
+  for (int t : options.columns) wanted_column.at(static_cast<std::size_t>(t)) = 1;
   for (int t = 0; t < p.dims.d_v; ++t) {
+    if (!wanted_column[static_cast<std::size_t>(t)]) continue;
     if (!column_is_finite(p, row, t)) {
       result.out[static_cast<std::size_t>(t)] = kNaN;
       continue;
@@ -147,7 +151,7 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
     WorkingPrecision precision(bits);
     ++result.attempts;
     result.precision_bits = bits;
-    const RowIntervals intervals = evaluate(p, row, options.weights);
+    const RowIntervals intervals = evaluate(p, row, options.weights, wanted_column);
     std::vector<Pending> undecided;
     for (const Pending& item : pending) {
       const std::optional<Rational>* exact = nullptr;

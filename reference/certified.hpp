@@ -19,6 +19,9 @@ struct ReferenceOptions {
   bool weights = true;              // certify the attention weights too
   int start_precision_bits = 0;     // 0: starting_precision(target)
   int max_precision_bits = 65536;   // refinement gives up (ReferenceError) beyond this
+  // Only these output columns (certified_row; the others stay 0); empty:
+  // all. The fast reference escalates just the outputs it cannot decide.
+  std::vector<int> columns;
   // Called after each row with (rows done, rows in all), for progress output.
   std::function<void(std::size_t, std::size_t)> progress;
 };

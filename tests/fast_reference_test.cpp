@@ -1,0 +1,121 @@
+// The fast certified reference against the multiprecision one: the same
+// correctly rounded outputs, bit for bit, on random problems of every
+// distribution the suite draws (ties, huge logits, masks, GQA, long rows),
+// for every target format; its double approximations within their stated
+// error; and bounded_exp within its proven bound against MPFR.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mpfr.h>
+#include <random>
+
+#include "reference/bounded_exp.hpp"
+#include "reference/certified.hpp"
+#include "reference/fast_reference.hpp"
+
+namespace attnspec {
+namespace {
+
+// |bounded_exp(x) - exp(x)| / exp(x), exactly enough (MPFR at 200 bits).
+double relative_error_of_bounded_exp(double x) {
+  mpfr_t exact, got;
+  mpfr_inits2(200, exact, got, static_cast<mpfr_ptr>(nullptr));
+  mpfr_set_d(exact, x, MPFR_RNDN);
+  mpfr_exp(exact, exact, MPFR_RNDN);
+  mpfr_set_d(got, bounded_exp(x), MPFR_RNDN);
+  mpfr_sub(got, got, exact, MPFR_RNDN);
+  mpfr_div(got, got, exact, MPFR_RNDN);
+  const double error = std::fabs(mpfr_get_d(got, MPFR_RNDN));
+  mpfr_clears(exact, got, static_cast<mpfr_ptr>(nullptr));
+  return error;
+}
+
+TEST(BoundedExp, StaysWithinItsBound) {
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> anywhere(kBoundedExpMin, 0.0), near_zero(-1.0, 0.0);
+  double worst = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double x = i % 2 ? anywhere(random) : near_zero(random);
+    worst = std::max(worst, relative_error_of_bounded_exp(x));
+  }
+  for (double x : {0.0, -0.0, -1e-300, kBoundedExpMin, -0.5 * std::log(2.0), -std::log(2.0), -1.5 * std::log(2.0)})
+    worst = std::max(worst, relative_error_of_bounded_exp(x));
+  EXPECT_EQ(bounded_exp(0.0), 1.0);
+  EXPECT_LT(worst, kBoundedExpError);
+  // The proven bound is loose; the measured error is a few units of u.
+  EXPECT_LT(worst, 4 * kUnitRoundoff);
+}
+
+Problem random_problem(std::mt19937_64& random, int kind) {
+  std::uniform_int_distribution<int> small(1, 4), length(1, 40), dims(1, 16);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Problem p;
+  p.dims.batch = 1;
+  p.dims.kv_heads = small(random) % 2 + 1;
+  p.dims.q_heads = p.dims.kv_heads * (small(random) % 2 + 1);
+  p.dims.q_len = small(random);
+  p.dims.kv_len = kind == 5 ? 300 + length(random) : length(random);
+  p.dims.d_k = dims(random);
+  p.dims.d_v = dims(random);
+  const auto draw = [&](std::size_t n, double spread) {
+    std::vector<double> values(n);
+    for (double& x : values) {
+      x = normal(random) * spread;
+      if (kind == 1) x = std::round(x * 4) / 4;  // ties: few distinct values
+      if (kind == 4 && random() % 500 == 0) x += normal(random) * 10;  // outliers
+      x = round_to_format(x, kind == 2 ? FormatId::float16 : FormatId::bfloat16);
+    }
+    return values;
+  };
+  const double spread = kind == 3 ? 16.0 : 1.0;  // large logits
+  p.q = draw(p.rows() * p.dims.d_k, spread);
+  p.k = draw(static_cast<std::size_t>(p.dims.kv_heads) * p.dims.kv_len * p.dims.d_k, spread);
+  p.v = draw(static_cast<std::size_t>(p.dims.kv_heads) * p.dims.kv_len * p.dims.d_v, 1.0);
+  if (random() % 3 == 0) {
+    p.mask_kind = random() % 2 ? MaskKind::boolean : MaskKind::additive;
+    p.mask.resize(static_cast<std::size_t>(p.dims.q_len) * p.dims.kv_len);
+    for (double& m : p.mask)
+      m = p.mask_kind == MaskKind::boolean ? static_cast<double>(random() % 4 != 0)
+                                           : (random() % 4 == 0 ? -INFINITY : std::ldexp(static_cast<double>(random() % 9) - 4, -2));
+  }
+  if (random() % 4 == 0) p.causal = random() % 2 ? Causal::top_left : Causal::bottom_right;
+  if (random() % 3 == 0) p.scale = std::ldexp(1.0 + static_cast<double>(random() % 7), -3);
+  return p;
+}
+
+TEST(FastReference, AgreesBitForBitWithTheMultiprecisionReference) {
+  std::mt19937_64 random(11);
+  std::size_t rows = 0, escalated = 0;
+  for (int trial = 0; trial < 240; ++trial) {
+    const Problem p = random_problem(random, trial % 6);
+    const FormatId target = std::array{FormatId::float32, FormatId::bfloat16, FormatId::float16,
+                                       FormatId::float8_e4m3fn, FormatId::float8_e5m2, FormatId::float64}[trial % 6 == 5 ? (trial / 6) % 6 : trial % 5];
+    ReferenceOptions exact_options;
+    exact_options.target = target;
+    exact_options.weights = false;
+    ReferenceOptions wide_options;
+    wide_options.weights = false;
+    for (std::size_t flat = 0; flat < p.rows(); ++flat) {
+      const RowIndex r = p.row_index(flat);
+      const FastRow fast = fast_certified_row(p, r, target);
+      const RowResult exact = certified_row(p, r, exact_options);
+      const RowResult wide = certified_row(p, r, wide_options);
+      ++rows;
+      escalated += fast.escalated;
+      for (std::size_t t = 0; t < exact.out.size(); ++t) {
+        EXPECT_TRUE(same_value(fast.out[t], exact.out[t]))
+            << "trial " << trial << " row " << flat << " column " << t << ": fast " << fast.out[t] << ", exact "
+            << exact.out[t] << " (" << format_info(target).name << ")";
+        // The double approximation holds the exact value within its error
+        // (up to the half ulp of float64 rounding of `wide`).
+        EXPECT_LE(std::fabs(fast.out_double[t] - wide.out[t]), fast.out_error[t] + std::fabs(wide.out[t]) * 0x1p-53 + 0x1p-1074)
+            << "trial " << trial << " row " << flat << " column " << t;
+      }
+    }
+  }
+  // Most rows take the fast path (float64 targets always escalate).
+  EXPECT_LT(escalated, rows / 3) << escalated << " of " << rows << " rows escalated";
+}
+
+}  // namespace
+}  // namespace attnspec
