@@ -3,9 +3,15 @@
 // so the fast path uses this instead. The argument is reduced as
 // x = k ln2 + r with |r| <= 0.36 (ln2 split in two parts) and exp(r) is a
 // degree-13 Taylor polynomial in Horner form. Error budget (spec/SPEC.md
-// section 5, step 5): truncation r^14/14! e^|r| < 0.1u relative; Horner with 13
-// steps and rounded coefficients <= (gamma_26 + u) e^|r| / e^-|r| < 56u;
-// reduction <= 3u|r| + 2^-70 absolute in r. Total below kBoundedExpError.
+// section 5, step 5), relative to exp(x), first order in u (second-order
+// terms are below 10^-30): truncation r^14/14! e^|r| / e^-|r| < 0.14u;
+// Horner, each step h_k = a_k + r h_(k+1) erring by u |r h_(k+1)| for the
+// product, u |h_k| for the sum and u a_k for a rounded coefficient (a_0,
+// a_1, a_2 are exact), damped by |r|^k on the way out:
+// sum_k 0.36^k (0.36 |h_(k+1)| + |h_k| + coefficient) < 2.48u absolute,
+// 3.55u relative to exp(r) >= e^-0.36; the reduction errs by at most
+// 3u|r| + 2^-70 in r, i.e. 1.09u relative. Total < 4.8u; the bound used
+// is 8u.
 #pragma once
 
 #include <cmath>
@@ -14,7 +20,7 @@ namespace attnspec {
 
 inline constexpr double kUnitRoundoff = 0x1p-53;
 // The relative error bound of bounded_exp on [kBoundedExpMin, 0].
-inline constexpr double kBoundedExpError = 64 * kUnitRoundoff;
+inline constexpr double kBoundedExpError = 8 * kUnitRoundoff;
 // Below this, exp(x) < 2^-1009: callers treat the value as "tiny" (an
 // absolute error instead of a relative one, far from subnormal results).
 inline constexpr double kBoundedExpMin = -700.0;

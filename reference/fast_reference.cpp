@@ -59,9 +59,6 @@ RowInputs row_logits(const Problem& p, RowIndex r) {
   // from exact: relative error <= 2u + u^2.
   const double scale = p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(d));
   const double scale_error = p.scale ? 0.0 : 2.01 * u * scale;
-  // Blocked sums: partial sums of kDotBlock products, then their sum, so
-  // the error bound is gamma_(block + d / block) instead of gamma_d.
-  const double dot_gamma = gamma(kDotBlock + (d + kDotBlock - 1) / kDotBlock);
   double worst = 0;
   // Without a mask or causal masking every key is visible with mask 0;
   // skipping the per-key lookups matters for short rows.
@@ -71,31 +68,56 @@ RowInputs row_logits(const Problem& p, RowIndex r) {
   for (int j = 0; j < p.dims.kv_len; ++j) {
     if (!unmasked && !p.visible(r, j)) continue;
     const std::span<const double> k = p.key_row(r.batch, g, j);
-    double dot = 0, magnitude = 0;
+    // A running error bound (Wilkinson): each addition errs by at most
+    // u |its result| and each product by u |product|, so the dot product
+    // errs by at most u (partial_sums + magnitude), where partial_sums adds
+    // up |every partial sum| (blocks of kDotBlock products, then blocks).
+    double dot = 0, magnitude = 0, partial_sums = 0;
     for (int start = 0; start < d; start += kDotBlock) {
       double block = 0;
       for (int t = start; t < std::min(d, start + kDotBlock); ++t) {
         const double product = q[static_cast<std::size_t>(t)] * k[static_cast<std::size_t>(t)];
         block += product;
         magnitude += std::fabs(product);
+        partial_sums += std::fabs(block);
       }
       dot += block;
+      partial_sums += std::fabs(dot);
     }
     const double mask = unmasked ? 0.0 : p.mask_value(r, j);
     const double scaled = dot * scale;
     const double logit = scaled + mask;
     if (!std::isfinite(logit) || !std::isfinite(magnitude)) in.finite = false;
-    // |dot - q.k| <= gamma_d sum|q k|; the scale's error times |q.k|; one
-    // rounding for the product and one for adding the mask.
-    // d * 2^-1074: products and sums that underflow into subnormals.
-    const double error = magnitude * (1 + dot_gamma) * (scale * dot_gamma + scale_error) + d * 0x1p-1074 * scale +
-                         u * std::fabs(scaled) + u * std::fabs(logit);
+    // The dot product's running bound times the scale; the scale's error
+    // times |q.k|; one rounding for the product with the scale and one for
+    // adding the mask; d * 2^-1074 for products and sums that underflow.
+    const double error = (u * (partial_sums + magnitude) * scale + magnitude * scale_error) * (1 + 2 * u) +
+                         d * 0x1p-1074 * scale + u * std::fabs(scaled) + u * std::fabs(logit);
     worst = std::max(worst, error);
     in.visible.push_back(j);
     in.logits.push_back(logit);
   }
-  in.logit_error = worst * kSafety;
+  in.logit_error = worst * (1 + (d + 4) * u) * kSafety;  // the bound's own roundings
   return in;
+}
+
+// Sum of |partial sums| of sum_j weight_j V[key_j][t], accumulated in the
+// same blocks as the numerators, for the running error bound. The value
+// it sums is the numerator already computed: same operations, same order.
+double numerator_partial_sums(const Problem& p, RowIndex r, std::span<const int> keys, std::span<const double> weight,
+                              std::size_t t) {
+  const int g = p.kv_head_of(r.head);
+  double total = 0, partial_sums = 0;
+  for (std::size_t start = 0; start < keys.size(); start += kKeyBlock) {
+    double block = 0;
+    for (std::size_t j = start; j < std::min(keys.size(), start + kKeyBlock); ++j) {
+      block += weight[j] * p.value_row(r.batch, g, keys[j])[t];
+      partial_sums += std::fabs(block);
+    }
+    total += block;
+    partial_sums += std::fabs(total);
+  }
+  return partial_sums;
 }
 
 // The row through the multiprecision reference: its outputs in the target
@@ -226,7 +248,20 @@ FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target) {
     row.abs_scale[t] = magnitude[t] / denominator;
     if (target == FormatId::float64) continue;
     row.out[t] = round_to_format(output, target);
-    if (!rounding_is_decided(output, error, row.out[t], target)) undecided.push_back(static_cast<int>(t));
+    if (rounding_is_decided(output, error, row.out[t], target)) continue;
+    // A second look before the exact path: the numerator again with a
+    // running error bound (u times every |partial sum| and |product|),
+    // which for a cancelling sum is far below gamma times its magnitude.
+    const std::span<const int> keys = in.visible;
+    const double running_error =
+        (u * (numerator_partial_sums(p, r, keys, weight, t) + magnitude[t]) * (1 + (n + 4) * u) + rho * magnitude[t] +
+         tiny * kTinyTerm * largest[t]) *
+        second_order;
+    const double tighter =
+        (u * quotient + (running_error + quotient * denominator_error) / (denominator - denominator_error)) * kSafety +
+        0x1p-1070;
+    if (tighter < error) row.out_error[t] = tighter;
+    if (!rounding_is_decided(output, tighter, row.out[t], target)) undecided.push_back(static_cast<int>(t));
   }
   for (std::size_t j = 0; j < n; ++j) row.weights[static_cast<std::size_t>(in.visible[j])] = weight[j] / denominator;
   row.lse = shift + std::log(denominator);

@@ -61,20 +61,30 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   // terms, each a product of a few factors.
   const double margin = 1 + 4 * (n + d.d_k + 16) * kDoubleU;
 
-  for (std::size_t t = 0; t < dv; ++t) {
-    double weighted = 0, largest_value = 0, scale = 0;
-    for (int j : visible) {
-      const double w = exact_weights[static_cast<std::size_t>(j)];
-      const double value = std::fabs(p.value_row(r.batch, g, j)[t]);
-      largest_value = std::max(largest_value, value);
-      scale += w * value;
-      if (w == 0 || value == 0) continue;  // underflowed weights: in the lambda term
-      const double gap = std::log(w_max) - std::log(w);  // x_max - x_j; w_max / w may overflow
-      const double eta = std::exp(2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low - 1;
-      weighted += std::isinf(eta) ? kInfinity : w * value * eta;  // w * value may underflow to 0
+  // eta_j depends on the key alone: computed once per key, not per output
+  // column; the columns are then summed key by key (rows of V are
+  // contiguous), each column's terms in the same order as one loop per column.
+  std::vector<double> eta(visible.size(), 0.0);
+  for (std::size_t i = 0; i < visible.size(); ++i) {
+    const double w = exact_weights[static_cast<std::size_t>(visible[i])];
+    if (w == 0) continue;  // underflowed weights: in the lambda term
+    const double gap = std::log(w_max) - std::log(w);  // x_max - x_j; w_max / w may overflow
+    eta[i] = std::exp(2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low - 1;
+  }
+  std::vector<double> weighted(dv, 0.0), largest_value(dv, 0.0);
+  for (std::size_t i = 0; i < visible.size(); ++i) {
+    const double w = exact_weights[static_cast<std::size_t>(visible[i])];
+    const auto values = p.value_row(r.batch, g, visible[i]);
+    for (std::size_t t = 0; t < dv; ++t) {
+      const double value = std::fabs(values[t]);
+      largest_value[t] = std::max(largest_value[t], value);
+      bound.scale[t] += w * value;
+      if (w == 0 || value == 0) continue;
+      weighted[t] += std::isinf(eta[i]) ? kInfinity : w * value * eta[i];  // w * value may underflow to 0
     }
-    bound.scale[t] = scale;
-    const double a = valid ? weighted + 2.5 * n * acc.min_normal * largest_value : kInfinity;
+  }
+  for (std::size_t t = 0; t < dv; ++t) {
+    const double a = valid ? weighted[t] + 2.5 * n * acc.min_normal * largest_value[t] : kInfinity;
     const double o = std::fabs(exact_out[t]);
     // 6.5, plus the float64 rounding of the reference value itself.
     bound.out[t] = (a + u_o * (o + a) + out.min_subnormal / 2 + kDoubleU * o) * margin;
