@@ -159,6 +159,33 @@ void fast_shapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_fast_certified)->Apply(fast_shapes);
 
+// How often the fast path escalates for a float32 target: 40 problems of
+// 32 x 256 x 128 with N(0,1) inputs (seeds 1-40), outputs counted.
+void BM_fast_escalation_rate(benchmark::State& state) {
+  std::size_t outputs = 0, escalated = 0;
+  for (auto _ : state) {
+    outputs = escalated = 0;
+    for (unsigned seed = 1; seed <= 40; ++seed) {
+      std::mt19937_64 random(seed);
+      std::normal_distribution<double> normal(0.0, 1.0);
+      Problem p;
+      p.dims.q_len = 32;
+      p.dims.kv_len = 256;
+      p.dims.d_k = p.dims.d_v = 128;
+      for (auto* tensor : {&p.q, &p.k, &p.v}) {
+        tensor->resize(tensor == &p.q ? 32 * 128 : 256 * 128);
+        for (double& x : *tensor) x = round_to_format(normal(random), FormatId::bfloat16);
+      }
+      const FastReferenceResult r = fast_certified_attention(p, FormatId::float32);
+      outputs += r.out.size();
+      escalated += r.escalated_outputs;
+    }
+  }
+  state.counters["outputs"] = static_cast<double>(outputs);
+  state.counters["escalated_outputs"] = static_cast<double>(escalated);
+}
+BENCHMARK(BM_fast_escalation_rate)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 }  // namespace
 }  // namespace attnspec
 
