@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "adapters/emulated/emulated_kernels.hpp"
 #include "adapters/mutants/mutants.hpp"
 #include "adapters/naive/naive_kernel.hpp"
 #include "adapters/online/online_kernel.hpp"
@@ -49,6 +50,8 @@ std::unique_ptr<Kernel> make_kernel(std::string_view name) {
   for (const KernelEntry& entry : registered())
     if (entry.name == name) return entry.make();
   for (const MutantEntry& entry : mutant_kernels())
+    if (entry.name == name) return entry.make();
+  for (const KernelEntry& entry : emulated_kernels())
     if (entry.name == name) return entry.make();
   return nullptr;
 }

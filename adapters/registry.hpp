@@ -1,6 +1,7 @@
 // The kernels by name: the built-in ones, those registered at start-up (the
-// third-party adapters of adapters/third_party.hpp), the mutants, and
-// 'cmd:COMMAND' for a kernel in another process (adapters/process).
+// third-party adapters of adapters/third_party.hpp), the mutants, the
+// emulated kernel styles (adapters/emulated), and 'cmd:COMMAND' for a
+// kernel in another process (adapters/process).
 // Adding a built-in kernel: its own folder with a factory function, plus one
 // line in registry.cpp.
 #pragma once

@@ -18,5 +18,6 @@ Command add_run_command(CLI::App& app);
 Command add_check_command(CLI::App& app);
 Command add_kernels_command(CLI::App& app);
 Command add_check_adapter_command(CLI::App& app);
+Command add_audit_command(CLI::App& app);
 
 }  // namespace attnspec::cli

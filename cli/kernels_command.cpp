@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "adapters/emulated/emulated_kernels.hpp"
 #include "adapters/mutants/mutants.hpp"
 #include "adapters/registry.hpp"
 #include "adapters/third_party.hpp"
@@ -38,6 +39,8 @@ Command add_kernels_command(CLI::App& app) {
             for (std::size_t i = 0; i < libraries.size(); ++i) std::printf("%s %s", i ? "," : "", libraries[i].c_str());
             std::printf("\n");
             for (const KernelEntry& entry : registered_kernels()) print_entry(entry);
+            std::printf("\nEmulated kernel styles, for reproducing papers' tables (not in --kernel builtin):\n");
+            for (const KernelEntry& entry : emulated_kernels()) print_entry(entry);
             if (*mutants) {
               std::printf("\nMutants (float32 in, out and accumulation; every capability declared):\n");
               for (const MutantEntry& entry : mutant_kernels())

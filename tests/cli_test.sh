@@ -130,5 +130,48 @@ check "quoted" says "--kernel 'cmd:"
 check "a process adapter's JSON report" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --json "$work/process.json"
 check "names the command and the adapter's log" grep -q '"kernel_command": "cmd:.*"kernel_log": "' <(tr -d '\n' <"$work/process.json")
 
+# audit (issue 6): bad options exit 2 and leave nothing written; a small
+# audit writes the HTML (plots embedded), JSON, Markdown and the worst row,
+# which `attnspec check` rechecks.
+report="$work/audit.html"
+check "audit help" run 0 audit --help
+check "audit help names --sweep" says "--sweep"
+check "audit bad --shape" run 2 audit --kernel online-f16 --shape 1,2,3 --html "$report"
+check "bad --shape message" says "--shape: expected B,Hq,Hkv,L,S,Dk,Dv"
+check "audit --shape with Hq not a multiple of Hkv" run 2 audit --kernel online-f16 --shape 1,3,2,4,4,4,4 --html "$report"
+check "audit --shape with a zero" run 2 audit --kernel online-f16 --shape 1,2,1,0,4,4,4 --html "$report"
+check "audit --shape too large to hold" run 2 audit --kernel online-f16 --shape 64,64,64,65536,65536,128,128 --html "$report"
+check "says how much memory" says "GiB for its tensors"
+check "audit unknown --dist" run 2 audit --kernel online-f16 --dist cauchy --html "$report"
+check "unknown --dist message" says "--dist: unknown distribution 'cauchy'"
+check "audit unknown --sweep" run 2 audit --kernel online-f16 --sweep L --html "$report"
+check "audit --rows 0" run 2 audit --kernel online-f16 --rows 0 --html "$report"
+check "audit without --html" run 2 audit --kernel online-f16
+check "says --html is required" says "--html"
+check "audit unknown kernel" run 2 audit --kernel nope --html "$report"
+check "audit --dtype the kernel lacks" run 2 audit --kernel online-f16 --dtype bfloat16 --html "$report"
+check "audit into a missing directory" run 2 audit --kernel online-f16 --html "$work/nowhere/a.html"
+run_without_matplotlib() { ATTNSPEC_PLOT_PYTHON=/bin/false run "$@"; }
+check "audit without matplotlib" run_without_matplotlib 2 audit --kernel online-f16 --shape 1,1,1,2,2,2,2 \
+  --html "$report" --json "$work/audit.json"
+check "says what to install" says "python3-matplotlib"
+check "nothing written by bad audits" absent "$report" "$work/audit.json" "$work/audit_worst_case"
+check "a small audit" run 0 audit --kernel online-f16 --shape 1,2,1,16,40,8,8 --dist outliers --html "$report" \
+  --json "$work/audit.json" --md "$work/audit.md"
+check "prints the Markdown summary" says "| RMSE |"
+check "writes HTML, JSON, Markdown and the worst row" test -s "$report" -a -s "$work/audit.json" -a -s "$work/audit.md" \
+  -a -f "$work/audit_worst_case/case.json"
+check "the HTML embeds its plots" grep -q 'src="data:image/png;base64,' "$report"
+check "audit.json" "$python" -c "
+import json; r = json.load(open('$work/audit.json'))
+assert r['format'] == 'attnspec-audit/1' and r['kernel'] == 'online-f16' and r['distribution'] == 'outliers', r
+p = r['points'][0]
+assert p['checked_rows'] == 32 and p['bound']['outside'] == 0 and p['kernel']['rmse'] >= p['floor']['rmse'] > 0, p"
+check "the worst row rechecks" run 0 check "$work/audit_worst_case" --kernel online-f16
+check "a sweep over S" run 0 audit --kernel composed-f16 --shape 1,1,1,4,64,8,8 --sweep S --html "$work/sweep.html"
+check "reports growth exponents" says "Growth exponents"
+check "kernels lists the emulated kernels" run 0 kernels
+check "composed-f16 listed" says "composed-f16 *input float16"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -147,7 +147,7 @@ void Subprocess::kill() {
 
 std::string Subprocess::exit_description() {
   // A child that just closed its stdout is usually a moment from exiting.
-  for (int i = 0; i < 100 && !reap(false); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && !reap(false); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (!reap(false)) return "still running";
   if (WIFEXITED(wait_status_)) {
     const int status = WEXITSTATUS(wait_status_);
