@@ -45,7 +45,8 @@ CheckedRow check_row(const Problem& p, RowIndex r, const KernelFormats& formats)
 }
 
 // The rows in parallel. The multiprecision escalation path (MPFR) is used
-// from several threads only where MPFR was built thread-safe.
+// from several threads only where MPFR was built thread-safe, and then one
+// escalation at a time (fast_reference.hpp).
 std::vector<CheckedRow> check_rows(const Problem& p, const std::vector<RowIndex>& rows, const KernelFormats& formats,
                                    unsigned threads, const std::function<void(const std::string&)>& progress) {
   std::vector<CheckedRow> checked(rows.size());

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "reference/bounded_exp.hpp"
 #include "reference/certified.hpp"
@@ -125,6 +126,12 @@ double numerator_partial_sums(const Problem& p, RowIndex r, std::span<const int>
 // float64 with the weights.
 void escalate(const Problem& p, RowIndex r, FormatId target, bool replace_approximations, FastRow& row,
               std::vector<int> columns = {}) {
+  // One escalation at a time: the multiprecision path sets Boost's default
+  // precision, which is one value for the whole process, so two threads
+  // refining at once could each compute at the other's precision (sound,
+  // but a row needing more bits could then run into the refinement guard).
+  static std::mutex one_at_a_time;
+  const std::lock_guard<std::mutex> lock(one_at_a_time);
   ReferenceOptions options;
   options.target = target;
   options.weights = false;

@@ -26,7 +26,8 @@ struct FastRow {
   std::size_t escalated_outputs = 0;  // how many
 };
 
-// One row. Outputs the double bound cannot decide are escalated; so are
+// One row; safe to call from several threads (escalations take turns).
+// Outputs the double bound cannot decide are escalated; so are
 // rows with non-finite inputs or a softcap, and a float64 target always is
 // (a double evaluation cannot certify double rounding).
 FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target);
