@@ -89,6 +89,14 @@ std::string_view format_names() {
   return "float64|float32|float16|bfloat16|float8_e4m3fn|float8_e5m2";
 }
 
+RoundingCell rounding_cell(double magnitude, const FormatInfo& f) {
+  const int exponent = std::ilogb(magnitude);
+  const double spacing = std::ldexp(1.0, std::max(exponent, f.emin) - f.precision + 1);
+  // The spacing below halves at a power of two above 2^emin.
+  const bool power_of_two = magnitude == std::ldexp(1.0, exponent) && exponent > f.emin;
+  return {magnitude - (power_of_two ? spacing / 4 : spacing / 2), magnitude + spacing / 2};
+}
+
 double round_to_format(double x, FormatId id) {
   const FormatInfo& f = format_info(id);
   if (std::isnan(x)) return quiet_nan(std::signbit(x));

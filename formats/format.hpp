@@ -47,6 +47,15 @@ bool is_representable(double x, FormatId id);
 std::uint64_t encode_bits(double x, FormatId id);
 double decode_bits(std::uint64_t bits, FormatId id);
 
+// The rounding cell of a positive finite value m of the format: the
+// midpoints between m and its neighbours (exact doubles for formats of up
+// to 51 bits), computed from the spacing, for code that runs per value.
+// Above m the neighbour may lie beyond the largest finite value.
+struct RoundingCell {
+  double down, up;
+};
+RoundingCell rounding_cell(double magnitude, const FormatInfo& format);
+
 // Spacing of the format at x (x finite); see SPEC.md §3.
 double ulp(double x, FormatId id);
 // A monotone integer numbering of the format's finite values (+0 and -0 both

@@ -30,17 +30,16 @@ double gamma(double n) { return n * u / (1 - n * u); }
 // True when the exact value x with |x - approximation| <= error rounds to
 // `rounded` = round_to_format(approximation) in `target` for certain: the
 // interval lies strictly inside the rounding cell of `rounded`.
-bool rounding_is_decided(double approximation, double error, double rounded, FormatId target) {
+bool rounding_is_decided(double approximation, double error, double rounded, const FormatInfo& target) {
   if (!std::isfinite(rounded) || rounded == 0 || !std::isfinite(error)) return false;
   const double magnitude = std::fabs(rounded), x = std::fabs(approximation);
-  const std::uint64_t bits = encode_bits(magnitude, target);
-  const double up = decode_bits(bits + 1, target);
-  const double down = decode_bits(bits - 1, target);  // +0 below the smallest subnormal
-  if (!std::isfinite(up) || std::isnan(down)) return false;  // next to overflow: let the exact path decide
-  // Midpoints of neighbours of a format with p <= 24 bits are doubles.
-  const double boundary_up = (magnitude + up) / 2, boundary_down = (magnitude + down) / 2;
-  // Each gap is computed with one rounding (relative error <= u).
-  return error * (1 + 4 * u) < (boundary_up - x) * (1 - 2 * u) && error * (1 + 4 * u) < (x - boundary_down) * (1 - 2 * u);
+  const RoundingCell cell = rounding_cell(magnitude, target);
+  // Next to overflow (whose threshold depends on the format's top
+  // patterns), let the exact path decide.
+  if (cell.up + (cell.up - magnitude) > target.max_finite) return false;
+  // The midpoints are doubles for formats of up to 51 bits; each gap is
+  // computed with one rounding (relative error <= u).
+  return error * (1 + 4 * u) < (cell.up - x) * (1 - 2 * u) && error * (1 + 4 * u) < (x - cell.down) * (1 - 2 * u);
 }
 
 struct RowInputs {
@@ -239,6 +238,7 @@ FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target) {
   const double second_order = 1 + 2 * rho + 2 * sum_gamma;
   const double denominator_error = ((sum_gamma + rho) * denominator + tiny * kTinyTerm) * second_order * kSafety;
   std::vector<int> undecided;
+  const FormatInfo& format = format_info(target);
   for (std::size_t t = 0; t < dv; ++t) {
     // |N - exact N| <= (gamma + rho) sum w|v| + tiny terms. With o the
     // exact output, N/D - o = (N - exact N)/D + o (exact D - D)/D, and
@@ -255,7 +255,7 @@ FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target) {
     row.abs_scale[t] = magnitude[t] / denominator;
     if (target == FormatId::float64) continue;
     row.out[t] = round_to_format(output, target);
-    if (rounding_is_decided(output, error, row.out[t], target)) continue;
+    if (rounding_is_decided(output, error, row.out[t], format)) continue;
     // A second look before the exact path: the numerator again with a
     // running error bound (u times every |partial sum| and |product|),
     // which for a cancelling sum is far below gamma times its magnitude.
@@ -268,7 +268,7 @@ FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target) {
         (u * quotient + (running_error + quotient * denominator_error) / (denominator - denominator_error)) * kSafety +
         0x1p-1070;
     if (tighter < error) row.out_error[t] = tighter;
-    if (!rounding_is_decided(output, tighter, row.out[t], target)) undecided.push_back(static_cast<int>(t));
+    if (!rounding_is_decided(output, tighter, row.out[t], format)) undecided.push_back(static_cast<int>(t));
   }
   for (std::size_t j = 0; j < n; ++j) row.weights[static_cast<std::size_t>(in.visible[j])] = weight[j] / denominator;
   row.lse = shift + std::log(denominator);

@@ -280,3 +280,38 @@ TEST(Formats, MultiprecisionRoundingResolvesTiesAndNearTies) {
 
 }  // namespace
 }  // namespace attnspec
+
+namespace attnspec {
+namespace {
+
+// rounding_cell (from the spacing) against the neighbours found from bit
+// patterns: every positive finite value of the 8- and 16-bit formats, and
+// float32 values at binade edges, subnormals and at random.
+TEST(RoundingCell, MatchesTheBitPatternNeighbours) {
+  const auto check = [](double m, FormatId id) {
+    const FormatInfo& f = format_info(id);
+    const std::uint64_t bits = encode_bits(m, id);
+    const double down = decode_bits(bits - 1, id), up = decode_bits(bits + 1, id);
+    const RoundingCell cell = rounding_cell(m, f);
+    EXPECT_EQ(cell.down, (m + down) / 2) << f.name << " " << m;
+    if (std::isfinite(up)) {
+      EXPECT_EQ(cell.up, (m + up) / 2) << f.name << " " << m;
+    }
+  };
+  for (FormatId id : {FormatId::float16, FormatId::bfloat16, FormatId::float8_e4m3fn, FormatId::float8_e5m2}) {
+    const FormatInfo& f = format_info(id);
+    for (std::uint64_t bits = 1; bits < (std::uint64_t{1} << (f.storage_bits - 1)); ++bits) {
+      const double m = decode_bits(bits, id);
+      if (std::isfinite(m)) check(m, id);
+    }
+  }
+  std::mt19937 random(3);
+  for (int i = 0; i < 100000; ++i) {
+    const double m = std::bit_cast<float>(static_cast<std::uint32_t>(random() % 0x7f7fffffu) + 1u);
+    check(m, FormatId::float32);
+  }
+  for (int e = -149; e <= 127; ++e) check(std::ldexp(1.0, e), FormatId::float32);
+}
+
+}  // namespace
+}  // namespace attnspec
