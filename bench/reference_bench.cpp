@@ -90,6 +90,21 @@ double seconds_of_plain_double(const Problem& p) {
   return elapsed / repetitions;
 }
 
+// The counters every reference benchmark reports: ns per output for the
+// reference and for plain double on the same problem, and their ratio.
+void report_against_plain_double(benchmark::State& state, const Problem& p, double reference_seconds) {
+  const double double_seconds = seconds_of_plain_double(p);
+  const double outputs = static_cast<double>(p.out_size());
+  state.counters["certified_ns_per_out"] = reference_seconds / outputs * 1e9;
+  state.counters["double_ns_per_out"] = double_seconds / outputs * 1e9;
+  state.counters["ratio"] = reference_seconds / double_seconds;
+}
+
+double seconds_per_iteration(const benchmark::State& state, std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+         static_cast<double>(state.iterations());
+}
+
 void BM_certified(benchmark::State& state) {
   const Problem p = bench_problem(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
                                   static_cast<int>(state.range(2)));
@@ -103,14 +118,7 @@ void BM_certified(benchmark::State& state) {
     refined = r.stats.refined_rows;
     benchmark::DoNotOptimize(r.out.data());
   }
-  const double certified_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-      static_cast<double>(state.iterations());
-  const double double_seconds = seconds_of_plain_double(p);
-  const double outputs = static_cast<double>(p.out_size());
-  state.counters["certified_ns_per_out"] = certified_seconds / outputs * 1e9;
-  state.counters["double_ns_per_out"] = double_seconds / outputs * 1e9;
-  state.counters["ratio"] = certified_seconds / double_seconds;
+  report_against_plain_double(state, p, seconds_per_iteration(state, start));
   state.counters["refined_rows"] = static_cast<double>(refined);
   state.SetLabel(std::string(format_info(options.target).name));
 }
@@ -136,13 +144,8 @@ void BM_fast_certified(benchmark::State& state) {
     escalated_outputs = r.escalated_outputs;
     benchmark::DoNotOptimize(r.out.data());
   }
-  const double fast_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                              static_cast<double>(state.iterations());
-  const double double_seconds = seconds_of_plain_double(p);
+  report_against_plain_double(state, p, seconds_per_iteration(state, start));
   const double outputs = static_cast<double>(p.out_size());
-  state.counters["certified_ns_per_out"] = fast_seconds / outputs * 1e9;
-  state.counters["double_ns_per_out"] = double_seconds / outputs * 1e9;
-  state.counters["ratio"] = fast_seconds / double_seconds;
   state.counters["escalated_rows_pct"] = 100.0 * static_cast<double>(escalated) / static_cast<double>(p.rows());
   state.counters["escalated_outputs_pct"] = 100.0 * static_cast<double>(escalated_outputs) / outputs;
   state.SetLabel(std::string(format_info(target).name) + " " + kInputNames[state.range(4)]);
