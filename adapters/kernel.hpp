@@ -56,6 +56,15 @@ struct KernelUnsupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by Kernel::run when the kernel's machinery failed rather than the
+// kernel answering: a process adapter crashed, hung past the case timeout
+// or broke the protocol, and was restarted. The case is lost, not judged:
+// the clause counts it, fails because of it, and goes on with its other
+// cases, so one crash does not cost every other verdict.
+struct KernelFault : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -66,6 +75,9 @@ class Kernel {
   // Where the kernel's own diagnostics go (a process adapter's stderr), for
   // the report; nullopt for in-process kernels.
   virtual std::optional<std::filesystem::path> log_file() const { return std::nullopt; }
+  // The run is over. A kernel that keeps diagnostics files (a process
+  // adapter's stderr log) removes them unless the run failed.
+  virtual void end_run(bool /*failed*/) {}
 };
 
 // Every feature of spec/SPEC.md section 2, no size limit: what a complete

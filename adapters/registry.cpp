@@ -43,17 +43,30 @@ void register_kernels(std::span<const KernelEntry> entries) {
 
 std::vector<KernelEntry> registered_kernels() { return registered(); }
 
+KernelUnavailable::KernelUnavailable(const std::string& kernel, const std::string& reason)
+    : std::runtime_error("kernel " + kernel + " is not available on this machine: " + reason), reason(reason) {}
+
+KernelPlatform platform_of(const KernelEntry& entry) { return entry.platform ? entry.platform() : KernelPlatform{}; }
+
+std::optional<KernelEntry> find_kernel_entry(std::string_view name) {
+  for (const KernelEntry& entry : kBuiltins)
+    if (entry.name == name) return entry;
+  for (const KernelEntry& entry : registered())
+    if (entry.name == name) return entry;
+  for (const MutantEntry& entry : mutant_kernels())
+    if (entry.name == name) return KernelEntry{entry.name, entry.bug, entry.make};
+  for (const KernelEntry& entry : emulated_kernels())
+    if (entry.name == name) return entry;
+  return std::nullopt;
+}
+
 std::unique_ptr<Kernel> make_kernel(std::string_view name) {
   if (name.starts_with(kProcessKernelPrefix)) return make_process_kernel(name.substr(kProcessKernelPrefix.size()), default_process_options());
-  for (const KernelEntry& entry : kBuiltins)
-    if (entry.name == name) return entry.make();
-  for (const KernelEntry& entry : registered())
-    if (entry.name == name) return entry.make();
-  for (const MutantEntry& entry : mutant_kernels())
-    if (entry.name == name) return entry.make();
-  for (const KernelEntry& entry : emulated_kernels())
-    if (entry.name == name) return entry.make();
-  return nullptr;
+  const std::optional<KernelEntry> entry = find_kernel_entry(name);
+  if (!entry) return nullptr;
+  const KernelPlatform platform = platform_of(*entry);
+  if (!platform.unavailable.empty()) throw KernelUnavailable(std::string(name), platform.unavailable);
+  return entry->make();
 }
 
 }  // namespace attnspec

@@ -30,8 +30,16 @@ PROCESS = [  # (label, command, what it needs)
 
 def available_kernels(attnspec):
     listing = subprocess.run([attnspec, "kernels"], check=True, capture_output=True, text=True).stdout
-    names = {line.split()[0] for line in listing.splitlines() if line and not line[0].isspace()}
-    kernels = [(name, name) for name in IN_PROCESS if name in names]
+    names, unavailable = set(), set()
+    for line in listing.splitlines():
+        if line and not line[0].isspace():
+            names.add(line.split()[0])
+            if "NOT AVAILABLE" in line:
+                unavailable.add(line.split()[0])
+    for name in sorted(unavailable & set(IN_PROCESS)):
+        print("audit_kernels: %s is not available on this CPU (attnspec kernels says why); left out" % name,
+              file=sys.stderr)
+    kernels = [(name, name) for name in IN_PROCESS if name in names and name not in unavailable]
     onnx = os.path.join(ROOT, "adapters", "onnxruntime", "node_modules", "onnxruntime-node")
     for label, command, needs in PROCESS:
         if shutil.which(needs) and ("node " not in command or os.path.isdir(onnx)):

@@ -19,6 +19,7 @@
 #include "cases/io/input_error.hpp"
 #include "cases/io/npy.hpp"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 
 namespace attnspec::cli {
 namespace {
@@ -206,11 +207,13 @@ Command add_audit_command(CLI::App& app) {
                   "query rows checked per (batch, head), sampled at random (default: all when L <= " +
                       std::to_string(kAllRowsUpTo) + ", else " + std::to_string(kDefaultSampledRows) + ")")
       ->check(CLI::Range(1, 1 << 24));
-  sub->add_option("--seed", args->seed, "seed of the inputs and of the row sample (default 1)");
+  sub->add_option("--seed", args->seed, "seed of the inputs and of the row sample (default 1)")->check(unsigned_64());
   sub->add_option("--threads", args->threads, "threads for the reference (default: one per core)")->check(CLI::Range(1, 256));
-  sub->add_option("--html", args->html, "write the HTML report to FILE (and the worst row to FILE's stem + _worst_case/)")->required();
-  sub->add_option("--json", args->json, "write the attnspec-audit/1 JSON report (every figure) to FILE");
-  sub->add_option("--md", args->md, "write the Markdown summary to FILE");
+  sub->add_option("--html", args->html, "write the HTML report to FILE (and the worst row to FILE's stem + _worst_case/)")
+      ->required()
+      ->check(writable_file());
+  sub->add_option("--json", args->json, "write the attnspec-audit/1 JSON report (every figure) to FILE")->check(writable_file());
+  sub->add_option("--md", args->md, "write the Markdown summary to FILE")->check(writable_file());
   return {sub, [args] { return audit(*args); }};
 }
 

@@ -8,6 +8,7 @@
 #include "adapters/registry.hpp"
 #include "cases/io/case_dir.hpp"
 #include "cases/io/input_error.hpp"
+#include "cases/io/printable.hpp"
 #include "cli/commands.hpp"
 #include "properties/harness.hpp"
 
@@ -34,12 +35,15 @@ int check(const CheckArgs& args) {
                              std::string(format_info(input).name));
   ErrorStats stats;
   const std::string failure = check_against_reference(*kernel, c.problem, stats);
-  const std::string clause = c.provenance.value("clause", "");
+  // Provenance is free-form: a "clause" that is not a string is not one.
+  const auto found = c.provenance.find("clause");
+  const std::string clause = found != c.provenance.end() && found->is_string() ? printable(found->get<std::string>(), 40) : "";
   std::cout << (failure.empty() ? "PASS" : "FAIL") << "  " << args.case_dir << " on " << args.kernel;
   if (!clause.empty()) std::cout << " (saved by clause " << clause << ")";
   if (stats.max_error_u >= 0) std::cout << ": max error " << stats.max_error_u << " u, bound " << stats.bound_u << " u";
   std::cout << "\n";
   if (!failure.empty()) std::cout << "  " << failure << "\n";
+  kernel->end_run(!failure.empty());
   return failure.empty() ? 0 : 1;
 }
 

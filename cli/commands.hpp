@@ -1,12 +1,18 @@
 // The subcommands of the `attnspec` command line. Each registers itself and
 // its options on the app; its runner returns the exit status: 0 success,
-// 1 a check failed, 2 usage or bad input.
+// 1 a check failed, 2 usage or bad input, 3 a kernel this machine cannot run.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
 
 namespace attnspec::cli {
+
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+// Not a usage error: the kernel exists, but its library has no code path
+// for this CPU or build (KernelUnavailable), so nothing was judged.
+inline constexpr int kExitUnavailable = 3;
 
 struct Command {
   CLI::App* app;

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "adapters/cpu.hpp"
 #include "adapters/emulated/emulated_kernels.hpp"
 #include "adapters/mutants/mutants.hpp"
 #include "adapters/registry.hpp"
@@ -14,12 +15,19 @@ namespace attnspec::cli {
 namespace {
 
 void print_entry(const KernelEntry& entry) {
+  const KernelPlatform platform = platform_of(entry);
+  if (!platform.unavailable.empty()) {
+    std::printf("%-18s NOT AVAILABLE on this machine: %s\n", std::string(entry.name).c_str(), platform.unavailable.c_str());
+    std::printf("%-18s %s\n", "", std::string(entry.summary).c_str());
+    return;
+  }
   const std::unique_ptr<Kernel> kernel = entry.make();
   const KernelFormats f = kernel->formats();
   std::printf("%-18s input %-9s accumulate %-8s output %-9s %s\n", std::string(entry.name).c_str(),
               std::string(format_info(f.input).name).c_str(), std::string(format_info(f.accumulate).name).c_str(),
               std::string(format_info(f.output).name).c_str(), describe(kernel->capabilities()).c_str());
   std::printf("%-18s %s\n", "", std::string(entry.summary).c_str());
+  if (!platform.code_path.empty()) std::printf("%-18s code path here: %s\n", "", platform.code_path.c_str());
 }
 
 }  // namespace
@@ -29,9 +37,13 @@ Command add_kernels_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("kernels", "List the kernels with their formats and capabilities");
   sub->add_flag("--mutants", *mutants, "also list the mutant kernels: one realistic bug each, and the clause meant to catch it");
   sub->footer("A kernel in another process (any language) is tested as --kernel cmd:COMMAND; see spec/SPEC.md\n"
-              "section 8 and adapters/python/ for an example.");
+              "section 8 and adapters/python/ for an example. A third-party kernel whose library has no code\n"
+              "path for this CPU is listed as NOT AVAILABLE with the reason; `attnspec run` reports it as not\n"
+              "available (exit status 3) instead of judging it. Its code path here (oneDNN's ISA, capped by\n"
+              "ONEDNN_MAX_CPU_ISA; ATen's CPU capability, capped by ATEN_CPU_CAPABILITY; XNNPACK's\n"
+              "micro-kernels, which nothing caps) is named under it.");
   return {sub, [mutants] {
-            std::printf("Built-in:\n");
+            std::printf("CPU: %s\n\nBuilt-in:\n", describe(this_cpu()).c_str());
             for (const KernelEntry& entry : builtin_kernels()) print_entry(entry);
             std::printf("\nThird-party, in process:");
             const std::vector<std::string> libraries = third_party_libraries();

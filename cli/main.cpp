@@ -5,6 +5,7 @@
 #include <iostream>
 #include <vector>
 
+#include "adapters/registry.hpp"
 #include "adapters/third_party.hpp"
 #include "cli/commands.hpp"
 
@@ -12,7 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "attnspec: conformance suite and numerical specification for scaled dot-product attention,\n"
       "softmax(Q K^T * scale + mask) V. Definitions: spec/SPEC.md. Exit status: 0 success,\n"
-      "1 a check failed, 2 usage error or bad input.\n"};
+      "1 a check failed, 2 usage error or bad input, 3 the kernel is not available on this machine.\n"};
   attnspec::register_third_party_kernels();
   app.name("attnspec");
   app.require_subcommand(1);
@@ -32,9 +33,12 @@ int main(int argc, char** argv) {
   try {
     for (const auto& command : commands)
       if (command.app->parsed()) return command.run();
+  } catch (const attnspec::KernelUnavailable& e) {
+    std::cerr << "attnspec: " << e.what() << "\n";
+    return attnspec::cli::kExitUnavailable;
   } catch (const std::exception& e) {
     std::cerr << "attnspec: error: " << e.what() << "\n";
-    return 2;
+    return attnspec::cli::kExitUsage;
   }
   return 2;
 }

@@ -15,6 +15,7 @@
 #include "cases/io/input_error.hpp"
 #include "cases/io/npy.hpp"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "reference/certified.hpp"
 
 namespace attnspec::cli {
@@ -161,8 +162,11 @@ Command add_reference_command(CLI::App& app) {
       ->check(CLI::ExistingDirectory);
   sub->add_option("--format", args->format,
                   "target format of the rounding: " + std::string(format_names()) + " (default float64)");
-  sub->add_option("--out", args->out, "output file instead of CASE_DIR/ref.npy (one case only); lse goes to FILE_lse.npy");
-  sub->add_option("--out-dir", args->out_dir, "write DIR/<case name>/ref.npy and ref_lse.npy instead")->excludes("--out");
+  sub->add_option("--out", args->out, "output file instead of CASE_DIR/ref.npy (one case only); lse goes to FILE_lse.npy")
+      ->check(writable_file());
+  sub->add_option("--out-dir", args->out_dir, "write DIR/<case name>/ref.npy and ref_lse.npy instead")
+      ->excludes("--out")
+      ->check(creatable_directory());
   sub->add_flag("--weights", args->weights, "also certify and write the attention weights, ref_weights.npy [B,Hq,L,S]");
   sub->add_flag("-q,--quiet", args->quiet, "print only failures");
   return {sub, [args] { return run_reference(*args); }};

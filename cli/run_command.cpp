@@ -1,15 +1,19 @@
 // `attnspec run`: the conformance run of one kernel, one line per clause as
 // it finishes, optional JSON and JUnit reports, counterexamples saved as
-// case directories. Exit status 0 all pass or skip, 1 a failure, 2 usage.
+// case directories. Exit status 0 all pass or skip, 1 a failure, 2 usage,
+// 3 a kernel not available on this machine (nothing judged).
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "adapters/cpu.hpp"
 #include "adapters/registry.hpp"
 #include "cases/io/input_error.hpp"
 #include "cases/io/npy.hpp"
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "properties/runner.hpp"
 #include "spec/clauses.hpp"
 
@@ -62,6 +66,13 @@ RunOptions parse_options(const RunArgs& args) {
   return options;
 }
 
+// One --kernel: the kernel itself, or why this machine cannot run it.
+struct Selected {
+  std::string name;
+  std::unique_ptr<Kernel> kernel;
+  std::string unavailable;
+};
+
 int run(const RunArgs& args) {
   std::vector<std::string> names = args.kernels;
   if (names.size() == 1 && (names.front() == "all" || names.front() == "builtin")) {
@@ -71,50 +82,82 @@ int run(const RunArgs& args) {
     if (third_party)
       for (const KernelEntry& entry : registered_kernels()) names.emplace_back(entry.name);
   }
-  std::vector<std::unique_ptr<Kernel>> kernels;
-  for (const std::string& name : names) kernels.push_back(kernel_or_error(name));
-  if (kernels.size() > 1 && (!args.json.empty() || !args.junit.empty() || !args.dtype.empty()))
+  std::vector<Selected> selected;
+  for (const std::string& name : names) {
+    Selected s{name, nullptr, ""};
+    try {
+      s.kernel = kernel_or_error(name);
+    } catch (const KernelUnavailable& e) {
+      s.unavailable = e.reason;
+    }
+    selected.push_back(std::move(s));
+  }
+  if (selected.size() > 1 && (!args.json.empty() || !args.junit.empty() || !args.dtype.empty()))
     throw InputError("--json/--junit/--dtype", "", "take one --kernel at a time");
   if (!args.dtype.empty()) {
     const auto format = parse_format(args.dtype);
     if (!format) throw InputError("--dtype", "", "unknown format '" + args.dtype + "' (expected " + std::string(format_names()) + ")");
-    if (*format != kernels.front()->formats().input)
+    const Kernel* kernel = selected.front().kernel.get();
+    if (kernel && *format != kernel->formats().input)
       throw InputError("--dtype", "", "kernel " + names.front() + " takes " +
-                                          std::string(format_info(kernels.front()->formats().input).name) + " inputs, not " + args.dtype);
+                                          std::string(format_info(kernel->formats().input).name) + " inputs, not " + args.dtype);
   }
   const RunOptions options = parse_options(args);
 
   std::vector<RunReport> reports;
-  std::size_t pass = 0, fail = 0, skip = 0;
-  for (std::size_t k = 0; k < kernels.size(); ++k) {
-    const KernelFormats f = kernels[k]->formats();
-    std::cout << "attnspec run: kernel " << kernels[k]->name() << " (input " << format_info(f.input).name << ", accumulate "
+  std::size_t pass = 0, fail = 0, skip = 0, unavailable = 0;
+  for (Selected& s : selected) {
+    if (!s.kernel) {
+      std::cout << "attnspec run: kernel " << s.name << " is not available on this machine, nothing judged:\n  "
+                << s.unavailable << "\n  CPU: " << describe(this_cpu()) << "\n";
+      const std::optional<KernelEntry> entry = find_kernel_entry(s.name);
+      reports.push_back(unavailable_report(s.name, entry ? platform_of(*entry) : KernelPlatform{s.unavailable, ""}, options));
+      ++unavailable;
+      continue;
+    }
+    Kernel& kernel = *s.kernel;
+    const KernelFormats f = kernel.formats();
+    std::cout << "attnspec run: kernel " << kernel.name() << " (input " << format_info(f.input).name << ", accumulate "
               << format_info(f.accumulate).name << ", output " << format_info(f.output).name << "), profile "
               << options.profile->name << ", seed " << args.seed << "\n";
-    if (names[k].starts_with("cmd:")) std::cout << "  command: " << names[k].substr(4) << "\n";
-    if (const auto log = kernels[k]->log_file())
-      std::cout << "  adapter stderr: " << log->string() << " (removed at the end if empty)\n";
-    if (!kernels[k]->capabilities().fully_masked_rows)
+    const std::optional<KernelEntry> entry = find_kernel_entry(s.name);
+    const KernelPlatform platform = entry ? platform_of(*entry) : KernelPlatform{};
+    std::cout << "  CPU: " << describe(this_cpu());
+    if (!platform.code_path.empty()) std::cout << "; code path: " << platform.code_path;
+    std::cout << "\n";
+    if (s.name.starts_with("cmd:")) std::cout << "  command: " << s.name.substr(4) << "\n";
+    if (const auto log = kernel.log_file())
+      std::cout << "  adapter stderr: " << log->string() << " (removed at the end unless the run fails)\n";
+    if (!kernel.capabilities().fully_masked_rows)
       std::cout << "  declared: rows with no visible key are not given the spec's 0; FULLMASK judges them, the other\n"
                    "  clauses leave them out\n";
-    reports.push_back(run_conformance(*kernels[k], names[k], options, [](const ClauseReport& r) {
+    reports.push_back(run_conformance(kernel, s.name, options, [](const ClauseReport& r) {
       std::cout << format_line(r) << "\n" << std::flush;
     }));
+    reports.back().platform = platform;
     for (const ClauseReport& r : reports.back().results) {
       if (r.outcome.status == Status::pass) ++pass;
       if (r.outcome.status == Status::fail) ++fail;
       if (r.outcome.status == Status::skip) ++skip;
     }
+    kernel.end_run(reports.back().failed());
+    if (const auto log = kernel.log_file(); log && reports.back().failed() && std::filesystem::exists(*log))
+      std::cout << "  adapter stderr kept: " << log->string() << "\n";
   }
-  if (kernels.size() > 1) std::cout << "\nConformance matrix (" << options.profile->name << " profile, seed " << args.seed
-                                    << "; each cell: the largest error / bound over the clause's checks):\n\n"
-                                    << format_matrix(reports) << "\n";
-  std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped\n";
-  if (!args.json.empty()) write_file_atomically(args.json, report_json(reports.front()).dump(2) + "\n");
+  if (selected.size() > 1) std::cout << "\nConformance matrix (" << options.profile->name << " profile, seed " << args.seed
+                                     << "; each cell: the largest error / bound over the clause's checks; N/A: the\n"
+                                     << "kernel is not available on this machine):\n\n"
+                                     << format_matrix(reports) << "\n";
+  std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped";
+  if (unavailable) std::cout << ", " << unavailable << " kernel(s) not available here";
+  std::cout << "\n";
+  if (!args.json.empty())
+    write_file_atomically(args.json,
+                          report_json(reports.front()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!args.junit.empty()) write_file_atomically(args.junit, report_junit(reports.front()));
   for (const RunReport& report : reports)
     if (report.failed()) return 1;
-  return 0;
+  return unavailable ? kExitUnavailable : 0;
 }
 
 }  // namespace
@@ -126,16 +169,21 @@ Command add_run_command(CLI::App& app) {
       "Prints one line per clause: PASS / FAIL / SKIP (DIFF for an informative difference), cases run,\n"
       "the largest error in units of u of the output format times |P||V|, and the bound there. A\n"
       "failure's shrunk counterexample is saved as a case directory with a command that reproduces\n"
-      "it. Exit status: 0 all pass or skip, 1 a failure, 2 usage error or bad input.\n\n"
+      "it. Exit status: 0 all pass or skip, 1 a failure, 2 usage error or bad input, 3 no failure but a\n"
+      "kernel is not available on this machine (its library lacks a code path for this CPU; nothing of\n"
+      "it was judged; see attnspec kernels).\n\n"
       "Example: attnspec run --kernel online-bf16 --profile ci --json report.json");
   sub->add_option("--kernel", args->kernels, "kernel(s) to test (see: attnspec kernels), or cmd:COMMAND for a process adapter (spec/SPEC.md section 8); repeatable; 'builtin' for every built-in one, 'all' for those and the in-process third-party ones, with a clause x kernel matrix at the end")->required();
   sub->add_option("--dtype", args->dtype, "input format to test; must be the kernel's (" + std::string(format_names()) + ")");
   sub->add_option("--profile", args->profile, "quick (default; 100 cases a clause), ci (300, with S >= 1024), full (1000)");
   sub->add_option("--clause", args->clauses, "run only these clauses (IDs of spec/SPEC.md section 7); repeatable");
-  sub->add_option("--seed", args->seed, "seed of the generators (default 1); the same seed gives the same run");
-  sub->add_option("--json", args->json, "write the attnspec-report/1 JSON report to FILE");
-  sub->add_option("--junit", args->junit, "write a JUnit XML report to FILE (one testcase per clause x format)");
-  sub->add_option("--save-failures", args->save_failures, "directory for counterexample case directories (default attnspec-failures)");
+  sub->add_option("--seed", args->seed, "seed of the generators (default 1); the same seed gives the same run")
+      ->check(unsigned_64());
+  sub->add_option("--json", args->json, "write the attnspec-report/1 JSON report to FILE")->check(writable_file());
+  sub->add_option("--junit", args->junit, "write a JUnit XML report to FILE (one testcase per clause x format)")
+      ->check(writable_file());
+  sub->add_option("--save-failures", args->save_failures, "directory for counterexample case directories (default attnspec-failures)")
+      ->check(creatable_directory());
   sub->add_option("--shard", args->shard, "I/N: run only every N-th clause, starting at I (for CI fleets)");
   sub->add_flag("--strict-determinism", args->strict_determinism, "make DETERM differences fail the run");
   sub->add_flag("--no-shrink", args->no_shrink, "save the first failing problem as found, without shrinking it (faster)");

@@ -17,6 +17,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "cases/io/printable.hpp"
 #include "spec/precision_model.hpp"
 
 namespace attnspec {
@@ -185,6 +186,7 @@ std::vector<std::size_t> same_index(std::size_t n) {
 }
 
 ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
+  constexpr int kFaultsBeforeGivingUp = 20;
   load_rapidcheck_quietly();
   ClauseOutcome outcome;
   ErrorStats stats;
@@ -193,6 +195,10 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   int undecidable = 0;
   int declined = 0;
   std::string first_declined;
+  int faulted = 0, judged = 0;
+  const auto gave_up_on_faults = [&] { return faulted >= kFaultsBeforeGivingUp && faulted > judged; };
+  std::string first_fault;
+  std::optional<Problem> first_faulted_problem;
   rc::detail::TestParams params;
   params.seed = context.seed;
   params.maxSuccess = context.profile.cases;
@@ -208,6 +214,9 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   const rc::detail::TestResult result = rc::detail::checkTestable(
       [&] {
         if (first_failure && Clock::now() - *first_failure > shrink_budget) return;
+        // A kernel whose machinery fails more often than not (an adapter
+        // that crashes on every case) is not tried a thousand times.
+        if (gave_up_on_faults()) RC_DISCARD("stopped: most cases were lost to kernel faults");
         Problem drawn;
         std::string failure;
         try {
@@ -217,16 +226,26 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
         } catch (const KernelUnsupported& e) {
           // The kernel turned this problem down (spec/SPEC.md section 8):
           // counted and reported, neither a pass nor a failure.
-          if (declined++ == 0) first_declined = e.what();
+          if (declined++ == 0) first_declined = printable(e.what());
           RC_DISCARD("the kernel declined this case");
+        } catch (const KernelFault& e) {
+          // Lost to the kernel's machinery (an adapter crash, hang or
+          // protocol break): counted, and the clause fails for it at the
+          // end, but its other cases are still judged.
+          if (faulted++ == 0) {
+            first_fault = printable(e.what(), 2000);
+            first_faulted_problem = drawn;
+          }
+          RC_DISCARD("the kernel's machinery failed on this case");
         } catch (const ReferenceError&) {
           // The reference cannot judge this case (a result within 2^-40000
           // of a rounding boundary, SPEC.md section 5): neither pass nor fail.
           ++undecidable;
           RC_DISCARD("the certified reference could not decide this case");
         } catch (const std::exception& e) {
-          failure = std::string("exception: ") + e.what();
+          failure = std::string("exception: ") + printable(e.what(), 2000);
         }
+        ++judged;
         if (!failure.empty()) {
           if (!first_failure) first_failure = Clock::now();
           last_failure = drawn;
@@ -250,7 +269,9 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     outcome.reason = last_message;
   } else if (result.match(gave_up)) {
     outcome.cases = gave_up.numSuccess;
-    if (gave_up.numSuccess == 0 && declined > 0) {
+    if (gave_up_on_faults()) {
+      outcome.status = Status::pass;  // what was judged passed; the faults below fail the clause
+    } else if (gave_up.numSuccess == 0 && declined > 0) {
       outcome.status = Status::skip;
       outcome.reason = "the kernel declined every case (" + std::to_string(declined) + "): " + first_declined;
     } else {
@@ -266,6 +287,22 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   if (declined > 0 && outcome.status != Status::skip) {
     if (!outcome.reason.empty()) outcome.reason += "; ";
     outcome.reason += std::to_string(declined) + " case(s) declined by the kernel (first: " + first_declined + ")";
+  }
+  if (faulted > 0) {
+    // Never a pass: the lost cases were not judged. Their count, the first
+    // one's message and problem (for `attnspec check`) are the report.
+    std::string lost = std::to_string(faulted) + " case(s) lost to kernel faults (first: " + first_fault + ")";
+    if (gave_up_on_faults()) lost += "; stopped there, with more cases lost than judged";
+    if (outcome.status == Status::fail) {
+      outcome.reason += "; " + lost;
+      if (!outcome.counterexample) outcome.counterexample = first_faulted_problem;
+    } else {
+      const bool none_judged = outcome.status == Status::skip || outcome.cases == 0;
+      outcome.status = Status::fail;
+      outcome.reason = lost + "; the other " + std::to_string(outcome.cases) + " case(s) " +
+                       (none_judged ? "were not judged" : "passed") + (outcome.reason.empty() ? "" : "; " + outcome.reason);
+      outcome.counterexample = first_faulted_problem;
+    }
   }
   if (stats.max_error_u >= 0) {
     outcome.max_error_u = stats.max_error_u;

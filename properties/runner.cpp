@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "adapters/cpu.hpp"
 #include "cases/io/case_dir.hpp"
+#include "cases/io/printable.hpp"
 #include "properties/registry.hpp"
 #include "spec/clauses.hpp"
 
@@ -100,7 +102,15 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       r.outcome.reason = lacking;
     } else {
       PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id), options.shrink};
-      r.outcome = find_property(clause.id)(context);
+      // A property that lets an exception out (a kernel failing outside the
+      // harness's loop) fails its own clause; the run goes on.
+      try {
+        r.outcome = find_property(clause.id)(context);
+      } catch (const std::exception& e) {
+        r.outcome = ClauseOutcome{};
+        r.outcome.status = Status::fail;
+        r.outcome.reason = "exception: " + printable(e.what(), 2000);
+      }
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (r.outcome.status == Status::fail && r.outcome.counterexample && options.save_failures) {
@@ -110,13 +120,27 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       c.problem = *r.outcome.counterexample;
       c.provenance = {{"generator", "attnspec run"}, {"kernel", report.kernel_argument}, {"clause", r.clause},
                       {"profile", report.profile}, {"seed", options.seed}, {"failure", r.outcome.reason}};
-      save_case(c, dir);
-      r.counterexample_dir = dir.string();
-      r.reproduce = "attnspec check " + shell_word(dir.string()) + " --kernel " + shell_word(report.kernel_argument);
+      try {
+        save_case(c, dir);
+        r.counterexample_dir = dir.string();
+        r.reproduce = "attnspec check " + shell_word(dir.string()) + " --kernel " + shell_word(report.kernel_argument);
+      } catch (const std::exception& e) {
+        r.outcome.reason += "; the counterexample could not be saved: " + printable(e.what());
+      }
     }
     if (on_result) on_result(r);
     report.results.push_back(std::move(r));
   }
+  return report;
+}
+
+RunReport unavailable_report(std::string_view kernel_name, const KernelPlatform& platform, const RunOptions& options) {
+  RunReport report;
+  report.kernel = report.kernel_argument = std::string(kernel_name);
+  report.profile = std::string((options.profile ? *options.profile : *find_profile("quick")).name);
+  report.seed = options.seed;
+  report.strict_determinism = options.strict_determinism;
+  report.platform = platform;
   return report;
 }
 
@@ -149,7 +173,7 @@ std::string format_matrix(const std::vector<RunReport>& reports) {
     std::ostringstream row;
     row << "| " << clause.id << " |";
     for (const RunReport& report : reports) {
-      std::string cell = " ";
+      std::string cell = report.available() ? " " : "N/A";
       for (const ClauseReport& r : report.results) {
         if (r.clause != clause.id) continue;
         any = true;
@@ -184,8 +208,13 @@ nlohmann::json report_json(const RunReport& report) {
                        {"informative", r.informative},
                        {"seconds", r.seconds}});
   }
+  const CpuDescription& cpu = this_cpu();
+  nlohmann::json platform = {{"cpu", cpu.model}, {"cpu_kind", cpu.kind}, {"cpu_features", cpu.features},
+                             {"code_path", report.platform.code_path}};
   nlohmann::json json = {{"format", "attnspec-report/1"}, {"kernel", report.kernel}, {"profile", report.profile},
-                         {"seed", report.seed}, {"results", results}};
+                         {"seed", report.seed}, {"available", report.available()}, {"platform", platform},
+                         {"results", results}};
+  if (!report.available()) json["unavailable"] = report.platform.unavailable;
   if (report.kernel_argument != report.kernel) json["kernel_command"] = report.kernel_argument;
   if (!report.kernel_log.empty()) json["kernel_log"] = report.kernel_log;
   return json;
@@ -201,6 +230,14 @@ std::string report_junit(const RunReport& report) {
   }
   std::ostringstream xml;
   xml << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  if (!report.available()) {
+    // Nothing was judged: one skipped test case says why, so a CI dashboard
+    // shows the kernel as not run rather than as passed.
+    xml << "<testsuite name=\"attnspec." << xml_escape(report.kernel) << "\" tests=\"1\" failures=\"0\" skipped=\"1\">\n"
+        << "  <testcase classname=\"attnspec." << xml_escape(report.kernel) << "\" name=\"available\"><skipped message=\""
+        << xml_escape("not available on this machine: " + report.platform.unavailable) << "\"/></testcase>\n</testsuite>\n";
+    return xml.str();
+  }
   xml << "<testsuite name=\"attnspec." << xml_escape(report.kernel) << "\" tests=\"" << report.results.size()
       << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\" time=\"" << total << "\">\n";
   for (const ClauseReport& r : report.results) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/registry.hpp"
 #include "properties/property.hpp"
 
 namespace attnspec {
@@ -45,7 +46,15 @@ struct RunReport {
   std::vector<ClauseReport> results;
   bool failed() const;  // a FAIL that counts (informative ones only under strict_determinism)
   bool strict_determinism = false;
+  // Where the verdicts were measured: the kernel's code path on this CPU
+  // (reports add the CPU itself), or why it could not run here, in which
+  // case there are no results and nothing was judged.
+  KernelPlatform platform;
+  bool available() const { return platform.unavailable.empty(); }
 };
+
+// The report of a kernel this machine cannot run: no results, the reason.
+RunReport unavailable_report(std::string_view kernel_name, const KernelPlatform& platform, const RunOptions& options);
 
 using ResultCallback = std::function<void(const ClauseReport&)>;
 

@@ -90,6 +90,32 @@ std::size_t Problem::row_flat(RowIndex r) const {
   return (static_cast<std::size_t>(r.batch) * dims.q_heads + r.head) * dims.q_len + r.query;
 }
 
+std::string size_limit_error(const Dims& d) {
+  struct Tensor {
+    const char* name;
+    std::initializer_list<int> extents;
+  };
+  const Tensor tensors[] = {{"q [B, Hq, L, d_k]", {d.batch, d.q_heads, d.q_len, d.d_k}},
+                            {"k [B, Hkv, S, d_k]", {d.batch, d.kv_heads, d.kv_len, d.d_k}},
+                            {"v [B, Hkv, S, d_v]", {d.batch, d.kv_heads, d.kv_len, d.d_v}},
+                            {"the output [B, Hq, L, d_v]", {d.batch, d.q_heads, d.q_len, d.d_v}},
+                            {"the weights (and a full mask) [B, Hq, L, S]", {d.batch, d.q_heads, d.q_len, d.kv_len}}};
+  for (const Tensor& t : tensors) {
+    std::uint64_t count = 1;
+    bool over = false;
+    std::string extents;
+    for (int extent : t.extents) {
+      extents += (extents.empty() ? "" : ", ") + std::to_string(extent);
+      over = over || extent < 0 || __builtin_mul_overflow(count, static_cast<std::uint64_t>(extent), &count) ||
+             count > kMaxTensorElements;
+    }
+    if (over)
+      return std::string(t.name) + " = [" + extents +
+             "] holds more than 2^28 elements, the most a tensor may hold (spec/SPEC.md section 4)";
+  }
+  return "";
+}
+
 std::vector<std::string> validate(const Problem& p) {
   std::vector<std::string> errors;
   const Dims& d = p.dims;
@@ -104,6 +130,7 @@ std::vector<std::string> validate(const Problem& p) {
   positive(d.d_k, "d_k");
   positive(d.d_v, "d_v");
   if (!errors.empty()) return errors;
+  if (std::string error = size_limit_error(d); !error.empty()) return {error};
   if (d.q_heads % d.kv_heads != 0)
     errors.push_back("q_heads: expected a multiple of kv_heads (" + std::to_string(d.kv_heads) + "), got " +
                      std::to_string(d.q_heads));

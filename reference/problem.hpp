@@ -69,6 +69,19 @@ struct Problem {
   std::size_t row_flat(RowIndex r) const;
 };
 
+// The most elements any one tensor of a problem may hold: q, k, v, the
+// mask, the output and the weights (B * Hq * L * S). 2^28 elements are
+// 2 GiB as float64. Larger shapes are refused, with this figure named,
+// before anything is allocated; it also keeps every size product of the
+// code far from overflowing.
+inline constexpr std::uint64_t kMaxTensorElements = std::uint64_t{1} << 28;
+
+// Empty when every tensor of a problem with these dimensions (all >= 1)
+// holds at most kMaxTensorElements elements; else which one does not, e.g.
+// "q [B, Hq, L, d_k] = [1073741824, 1073741824, 1, 1] holds more than
+// 2^28 elements, the most a tensor may hold (spec/SPEC.md section 4)".
+std::string size_limit_error(const Dims& d);
+
 // Empty when the problem is well-formed; otherwise one message per problem
 // found ("q: expected 24 values, got 23").
 std::vector<std::string> validate(const Problem& p);

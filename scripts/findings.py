@@ -6,8 +6,11 @@ README's Findings section and CI cannot drift apart.
 
 Usage: scripts/findings.py [--attnspec build/attnspec] [--profile ci] [--seed 1]
                            [--out build/findings] [--only NAME ...] [--markdown FILE]
-Exit status 0 when every kernel's failing clauses are the expected ones,
-1 otherwise (the differences are printed), 2 usage error.
+Exit status 0 when every kernel's failing clauses are the expected ones
+and every kernel runs exactly where it is expected to (a kernel whose
+library has no code path for this CPU is reported as not available, with
+the reason, and its column says N/A), 1 otherwise (the differences are
+printed), 2 usage error.
 """
 import argparse
 import json
@@ -20,20 +23,54 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name, --kernel argument ({numpy_python} and {node} are filled in), the
-# clauses it is known to fail (each explained in README.md, Findings).
+# clauses it is known to fail (each explained in README.md, Findings), and
+# its options: "env" runs it with those environment variables; "cpu_kinds"
+# runs it only on those CPU kinds (a capped ISA is only news on a CPU above
+# it); "available" is how the kernel must answer about this CPU: True (must
+# run), False (must say it cannot), or the CPU kinds on which it must run.
+# Every kernel fails the same clauses on every CPU kind it runs on (measured
+# on AVX2 and AVX-512 machines); what differs between kinds is said here.
+AVX512_KINDS = ("avx512", "avx512-bf16")
 KERNELS = [
-    ("numpy-float64", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float64", []),
-    ("numpy-float32", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float32", []),
-    ("libtorch-sdpa-f64", "libtorch-sdpa-f64", ["MASKNAN", "FULLMASK", "NANPROP"]),
-    ("libtorch-sdpa-f32", "libtorch-sdpa-f32", ["MASKNAN", "FULLMASK", "NANPROP"]),
-    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP"]),
-    ("onednn-f32", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"]),
-    ("onednn-bf16", "onednn-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"]),
-    ("xnnpack-f32", "xnnpack-f32", ["MASKNAN", "FULLMASK", "SHIFT", "NANPROP", "GOLDEN"]),
-    ("onnxruntime-float32", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float32", ["MASKNAN", "NANPROP", "GOLDEN"]),
+    ("numpy-float64", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float64", [], {}),
+    ("numpy-float32", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float32", [], {}),
+    ("libtorch-sdpa-f64", "libtorch-sdpa-f64", ["MASKNAN", "FULLMASK", "NANPROP"], {}),
+    ("libtorch-sdpa-f32", "libtorch-sdpa-f32", ["MASKNAN", "FULLMASK", "NANPROP"], {}),
+    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP"], {}),
+    ("onednn-f32", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {}),
+    # oneDNN 2.6 has bf16 primitives only from AVX-512 (avx512_core) up.
+    ("onednn-bf16", "onednn-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {"available": AVX512_KINDS}),
+    ("xnnpack-f32", "xnnpack-f32", ["MASKNAN", "FULLMASK", "SHIFT", "NANPROP", "GOLDEN"], {}),
+    ("onnxruntime-float32", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float32", ["MASKNAN", "NANPROP", "GOLDEN"], {}),
     ("onnxruntime-float16", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float16",
-     ["MASKNAN", "NANPROP", "GOLDEN", "TEMP"]),
+     ["MASKNAN", "NANPROP", "GOLDEN", "TEMP"], {}),
+    # On an AVX-512 machine, the AVX2 code paths too, through the caps the
+    # libraries read (XNNPACK has none; libtorch's bf16 matmul is chosen
+    # from CPUID, not from a cap, so it is not repeated here).
+    ("onednn-f32@avx2", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"],
+     {"env": {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "cpu_kinds": AVX512_KINDS}),
+    ("onednn-bf16@avx2", "onednn-bf16", [], {"env": {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "cpu_kinds": AVX512_KINDS,
+                                             "available": False}),
+    ("libtorch-sdpa-f32@avx2", "libtorch-sdpa-f32", ["MASKNAN", "FULLMASK", "NANPROP"],
+     {"env": {"ATEN_CPU_CAPABILITY": "avx2"}, "cpu_kinds": AVX512_KINDS}),
 ]
+EXIT_UNAVAILABLE = 3  # attnspec run: the kernel cannot run on this machine
+
+
+def cpu_kind():
+    """The CPU kind as attnspec names it (adapters/cpu.cpp)."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    if "avx512f" in flags:
+        return "avx512-bf16" if "avx512_bf16" in flags else "avx512"
+    return "avx2" if "avx2" in flags else "baseline"
 
 
 def numpy_python():
@@ -45,7 +82,7 @@ def numpy_python():
     sys.exit("findings: no python3 with NumPy found (scripts/install-deps.sh installs python3-numpy)")
 
 
-def run_kernel(attnspec, name, argument, args):
+def run_kernel(attnspec, name, argument, env, args):
     report = os.path.join(args.out, name + ".json")
     if os.path.exists(report):
         os.remove(report)
@@ -53,13 +90,19 @@ def run_kernel(attnspec, name, argument, args):
                "--json", report, "--save-failures", os.path.join(args.out, "failures")]
     start = time.time()
     with open(os.path.join(args.out, name + ".log"), "w") as log:
-        status = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
+        status = subprocess.run(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                env=dict(os.environ, **env)).returncode
     seconds = time.time() - start
-    if status not in (0, 1) or not os.path.exists(report):
+    if status not in (0, 1, EXIT_UNAVAILABLE) or not os.path.exists(report):
         print("findings: %s: attnspec run exited with %d; see %s.log" % (name, status, os.path.join(args.out, name)))
         return None, seconds
     with open(report) as f:
         return json.load(f), seconds
+
+
+def must_be_available(options, kind):
+    available = options.get("available", True)
+    return available if isinstance(available, bool) else kind in available
 
 
 def cell(result):
@@ -72,21 +115,32 @@ def cell(result):
 def markdown(reports, args):
     names = [name for name, _ in reports]
     lines = ["| clause | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    clauses = [r["clause"] for r in reports[0][1]["results"]]
+    clauses = [r["clause"] for _, report in reports for r in report["results"]]
+    clauses = sorted(set(clauses), key=clauses.index)
     for clause in clauses:
         row = []
         for _, report in reports:
-            result = next(r for r in report["results"] if r["clause"] == clause)
-            row.append(cell(result))
+            result = next((r for r in report["results"] if r["clause"] == clause), None)
+            row.append(cell(result) if result else "N/A")
         lines.append("| %s | %s |" % (clause, " | ".join(row)))
     worst = []
     for _, report in reports:
-        prec = next(r for r in report["results"] if r["clause"] == "PREC")
-        if prec["max_error_u"] is None:
+        prec = next((r for r in report["results"] if r["clause"] == "PREC"), None)
+        if prec is None or prec["max_error_u"] is None:
             worst.append("-")
         else:
             worst.append("%.3g u (bound %.3g u)" % (prec["max_error_u"], prec["bound_u"]))
     lines.append("| PREC worst element | %s |" % " | ".join(worst))
+    where = []
+    for _, report in reports:
+        platform = report.get("platform", {})
+        text = platform.get("cpu_kind", "?")
+        if platform.get("code_path"):
+            text += ": " + platform["code_path"]
+        if not report.get("available", True):
+            text += "; not available: " + report.get("unavailable", "")
+        where.append(text.replace("|", "/"))
+    lines.append("| measured on | %s |" % " | ".join(where))
     return "\n".join(lines) + "\n"
 
 
@@ -101,28 +155,40 @@ def main():
     args = parser.parse_args()
     if not os.access(args.attnspec, os.X_OK):
         parser.error("no attnspec binary at %s (build it first: scripts/build.sh)" % args.attnspec)
-    unknown = set(args.only) - {name for name, _, _ in KERNELS}
+    unknown = set(args.only) - {name for name, _, _, _ in KERNELS}
     if unknown:
         parser.error("unknown kernel(s) for --only: %s" % ", ".join(sorted(unknown)))
     node = shutil.which("node") or "node"
     os.makedirs(args.out, exist_ok=True)
+    kind = cpu_kind()
+    print("findings: CPU kind %s" % kind)
     python = None
     reports, surprises = [], []
-    for name, argument, expected in KERNELS:
+    for name, argument, expected, options in KERNELS:
         if args.only and name not in args.only:
+            continue
+        if "cpu_kinds" in options and kind not in options["cpu_kinds"]:
+            print("findings: %-22s not run: only on %s CPUs (this one is %s)" % (name, " or ".join(options["cpu_kinds"]), kind))
             continue
         if "{numpy_python}" in argument and python is None:
             python = numpy_python()
         argument = argument.format(numpy_python=python, node=node)
-        print("findings: %-20s ..." % name, end=" ", flush=True)
-        report, seconds = run_kernel(args.attnspec, name, argument, args)
+        print("findings: %-22s ..." % name, end=" ", flush=True)
+        report, seconds = run_kernel(args.attnspec, name, argument, options.get("env", {}), args)
         if report is None:
             surprises.append("%s: no report" % name)
             print("no report")
             continue
+        reports.append((name, report))
+        if not report.get("available", True):
+            print("not available on this CPU: %s" % report.get("unavailable"))
+            if must_be_available(options, kind):
+                surprises.append("%s: not available on this %s CPU, expected to run: %s" % (name, kind, report.get("unavailable")))
+            continue
+        if options.get("available", True) is False:
+            surprises.append("%s: ran, expected to be reported as not available" % name)
         failed = sorted(r["clause"] for r in report["results"] if r["status"] == "fail" and not r["informative"])
         print("%d s, fails: %s" % (seconds, " ".join(failed) or "nothing"))
-        reports.append((name, report))
         if expected is not None and failed != sorted(expected):
             surprises.append("%s: fails %s, expected %s" % (name, failed or "nothing", sorted(expected) or "nothing"))
     if reports:

@@ -12,7 +12,7 @@ packages=(
   libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
   nlohmann-json3-dev libcli11-dev libeigen3-dev librapidcheck-dev
   libtorch-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev python3-numpy
-  python3-matplotlib
+  python3-matplotlib clang libclang-rt-14-dev
 )
 root="$(cd "$(dirname "$0")/.." && pwd)"
 

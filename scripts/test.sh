@@ -18,3 +18,4 @@ BUILD_TYPE=Debug TARGETS="attnspec_tests attnspec_cli" "$root/scripts/build.sh" 
   -DATTNSPEC_WITH_LIBTORCH=OFF -DATTNSPEC_WITH_ONEDNN=OFF -DATTNSPEC_WITH_XNNPACK=OFF
 (cd "$root/build-sanitize" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$jobs" -L unit)
+echo "== Fuzzing"; bash "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-60}"

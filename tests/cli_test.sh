@@ -114,7 +114,7 @@ check "check-adapter help" run 0 check-adapter --help
 check "check-adapter of a good adapter" run 0 check-adapter "$faulty --fault none"
 check "check-adapter says it speaks the protocol" says "adapter speaks attnspec-process/1"
 check "check-adapter of a wrong-shape adapter" run 1 check-adapter "$faulty --fault wrong-shape"
-check "names the shape" says "has shape"
+check "names the shape" says "out.npy: field 'shape': expected \["
 check "check-adapter of a misspelt hello" run 1 check-adapter "$faulty --fault bad-hello"
 check "names the field" says "capabilities.softCap"
 check "check-adapter wants cmd:" run 2 check-adapter naive-f64
@@ -129,6 +129,31 @@ check "reproduce line quotes the command" run 1 run --kernel "$faulty --fault er
 check "quoted" says "--kernel 'cmd:"
 check "a process adapter's JSON report" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --json "$work/process.json"
 check "names the command and the adapter's log" grep -q '"kernel_command": "cmd:.*"kernel_log": "' <(tr -d '\n' <"$work/process.json")
+
+# A kernel this CPU cannot run (issue 10): oneDNN has no bf16 path below
+# AVX-512, and ONEDNN_MAX_CPU_ISA=AVX2 makes any CPU such a CPU. Listed as
+# not available, run reports it with exit status 3 and judges nothing.
+if "$ATTNSPEC" kernels | grep -q '^onednn-bf16'; then
+  capped() { ONEDNN_MAX_CPU_ISA=AVX2 run "$@"; }
+  check "kernels lists an unavailable kernel" capped 0 kernels
+  check "with the reason" says "onednn-bf16 *NOT AVAILABLE on this machine: .*avx512_core"
+  check "and the CPU" says "^CPU: "
+  check "run of an unavailable kernel" capped 3 run --kernel onednn-bf16 --clause PREC --json "$work/na.json" \
+    --junit "$work/na.xml"
+  check "says nothing was judged" says "not available on this machine, nothing judged"
+  check "its JSON report" "$python" -c "
+import json; r = json.load(open('$work/na.json'))
+assert r['available'] is False and r['results'] == [] and 'avx512_core' in r['unavailable'], r
+assert 'ONEDNN_MAX_CPU_ISA=AVX2' in r['unavailable'] and r['platform']['cpu_kind'], r"
+  check "its JUnit report skips" grep -q '<skipped message="not available on this machine' "$work/na.xml"
+  check "a failure elsewhere still exits 1" capped 1 run --kernel onednn-bf16 --kernel mutant-gqa-modulo --clause GQA \
+    --no-shrink --save-failures "$work/na-failures"
+  check "matrix shows N/A" says "| GQA | N/A | FAIL"
+  check "check of an unavailable kernel" capped 3 check "$source_dir/cases/golden/seed_matrix" --kernel onednn-bf16
+fi
+check "a report names the CPU and code path" "$python" -c "
+import json; r = json.load(open('$work/report.json'))
+assert r['available'] is True and r['platform']['cpu'] and 'cpu_features' in r['platform'], r"
 
 # audit (issue 6): bad options exit 2 and leave nothing written; a small
 # audit writes the HTML (plots embedded), JSON, Markdown and the worst row,

@@ -10,9 +10,13 @@
 #include "adapters/libtorch/libtorch_kernel.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Version.h>
 #include <torch/version.h>
 
 #include <array>
+#include <cstdlib>
+
+#include "adapters/cpu.hpp"
 
 namespace attnspec {
 namespace {
@@ -87,14 +91,48 @@ std::unique_ptr<Kernel> make() {
   return std::make_unique<LibtorchKernel>(type, format);
 }
 
+// ATen's vectorised kernels (softmax, conversions) dispatch on the CPU
+// capability it detected, capped by ATEN_CPU_CAPABILITY; show_config()
+// names it ("CPU capability usage: AVX2").
+std::string aten_cpu_capability() {
+  const std::string config = at::show_config();
+  const std::string key = "CPU capability usage: ";
+  const auto at = config.find(key);
+  if (at == std::string::npos) return "unknown";
+  const auto end = config.find('\n', at);
+  std::string capability = config.substr(at + key.size(), end == std::string::npos ? std::string::npos : end - at - key.size());
+  if (const char* cap = std::getenv("ATEN_CPU_CAPABILITY"); cap && *cap) capability += std::string(" (ATEN_CPU_CAPABILITY=") + cap + ")";
+  return capability;
+}
+
+// Which code the products take: float32 and float64 matrix products go to
+// the BLAS behind libblas.so.3 (or ATen's own loop for tiny ones); bfloat16
+// products go to oneDNN where ATen's mkldnn_bf16_device_check holds
+// (AVX-512 BW, VL and DQ), else to ATen's own bfloat16 gemm.
+template <FormatId format>
+KernelPlatform platform() {
+  static const KernelPlatform cached = [] {
+    KernelPlatform p;
+    p.code_path = "ATen CPU capability " + aten_cpu_capability();
+    const CpuDescription& cpu = this_cpu();
+    if (format == FormatId::bfloat16)
+      p.code_path += cpu.has("avx512bw") && cpu.has("avx512vl") && cpu.has("avx512dq") ? "; bf16 matmul by oneDNN"
+                                                                                       : "; bf16 matmul by ATen's gemm";
+    else
+      p.code_path += "; matmul by BLAS (libblas.so.3)";
+    return p;
+  }();
+  return cached;
+}
+
 // float16 is left out: libtorch 1.13 has no CPU bmm for Half.
 const std::array kKernels = {
     KernelEntry{"libtorch-sdpa-f32", "libtorch 1.13 at::_scaled_dot_product_attention, float32, CPU",
-                make<FormatId::float32>},
+                make<FormatId::float32>, platform<FormatId::float32>},
     KernelEntry{"libtorch-sdpa-f64", "libtorch 1.13 at::_scaled_dot_product_attention, float64, CPU",
-                make<FormatId::float64>},
+                make<FormatId::float64>, platform<FormatId::float64>},
     KernelEntry{"libtorch-sdpa-bf16", "libtorch 1.13 at::_scaled_dot_product_attention, bfloat16, CPU",
-                make<FormatId::bfloat16>},
+                make<FormatId::bfloat16>, platform<FormatId::bfloat16>},
 };
 
 }  // namespace

@@ -30,6 +30,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <type_traits>
@@ -150,8 +151,9 @@ class OnednnKernel final : public Kernel {
       const auto cap = static_cast<float>(*p.softcap);
       // The multiplication by c is the tanh post-op's own output scale: a
       // second eltwise_linear in the chain is applied with the first one's
-      // alpha by oneDNN 2.6's brgemm matmul (linear(1/c), tanh, linear(c)
-      // yields tanh(x/c)/c), so that spelling would be wrong here.
+      // alpha by oneDNN 2.6's matmul (brgemm on AVX-512, gemm:jit on AVX2):
+      // linear(1/c), tanh, linear(c) yields tanh(x/c)/c, so that spelling
+      // would be wrong here.
       logits_post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f / cap, 0.0f);
       logits_post_ops.append_eltwise(cap, dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f);
     }
@@ -206,11 +208,80 @@ class OnednnKernel final : public Kernel {
   dnnl::stream stream_;
 };
 
+std::string isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::all: return "all";
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+  }
+  return "isa " + std::to_string(static_cast<int>(isa));
+}
+
+// The instruction set oneDNN dispatches to here: the CPU's best, or less
+// where ONEDNN_MAX_CPU_ISA (or its old name DNNL_MAX_CPU_ISA) caps it.
+std::string effective_isa() {
+  std::string text = isa_name(dnnl::get_effective_cpu_isa());
+  for (const char* variable : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+    if (const char* cap = std::getenv(variable); cap && *cap) {
+      text += std::string(" (") + variable + "=" + cap + ")";
+      break;
+    }
+  return text;
+}
+
+// Whether oneDNN has every primitive the kernel composes, in this element
+// type, on this CPU: each is created once on a 2 x 2 problem, with the
+// attributes run() gives it. oneDNN 2.6 has no bf16 matmul below AVX-512
+// (avx512_core): "could not create a primitive descriptor iterator".
+template <typename Element>
+KernelPlatform probe_platform() {
+  using Composed = OnednnKernel<Element>;
+  KernelPlatform platform;
+  platform.code_path = "oneDNN ISA " + effective_isa();
+  try {
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const memory::desc square({2, 2}, Composed::kType, Tag::ab);
+    const memory::desc transposed({2, 2}, Composed::kType, Tag::ba);
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(0, {0.5f});
+    dnnl::post_ops post_ops;
+    post_ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 0.5f, 0.0f);
+    post_ops.append_eltwise(2.0f, dnnl::algorithm::eltwise_tanh, 0.0f, 0.0f);
+    post_ops.append_binary(dnnl::algorithm::binary_add, square);
+    attr.set_post_ops(post_ops);
+    (void)dnnl::matmul::primitive_desc(dnnl::matmul::desc(square, transposed, square), attr, engine);
+    (void)dnnl::softmax_v2_forward::primitive_desc(
+        dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, square,
+                                       square, 1),
+        engine);
+    (void)dnnl::matmul::primitive_desc(dnnl::matmul::desc(square, square, square), engine);
+  } catch (const dnnl::error& e) {
+    platform.unavailable = onednn_version() + " has no " + (Composed::kBf16 ? "bf16" : "f32") +
+                           " matmul/softmax for this CPU (oneDNN ISA " + effective_isa() +
+                           (Composed::kBf16 ? "; its bf16 primitives need AVX-512, avx512_core" : "") + "): " + e.what();
+  }
+  return platform;
+}
+
+template <typename Element>
+KernelPlatform platform() {
+  static const KernelPlatform cached = probe_platform<Element>();
+  return cached;
+}
+
 constexpr std::array<KernelEntry, 2> kOnednnKernels{{
     {"onednn-f32", "oneDNN matmul + softmax_v2 + matmul in f32, CPU engine",
-     []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnKernel<float>>(); }},
+     []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnKernel<float>>(); }, platform<float>},
     {"onednn-bf16", "oneDNN matmul + softmax_v2 + matmul with bf16 inputs, intermediates and output, CPU engine",
-     []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnKernel<Bf16>>(); }},
+     []() -> std::unique_ptr<Kernel> { return std::make_unique<OnednnKernel<Bf16>>(); }, platform<Bf16>},
 }};
 
 }  // namespace

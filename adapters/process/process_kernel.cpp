@@ -11,16 +11,21 @@
 #include <fstream>
 #include <optional>
 
+#include "adapters/process/capped_log.hpp"
 #include "adapters/process/protocol.hpp"
 #include "adapters/process/subprocess.hpp"
 #include "cases/io/case_dir.hpp"
 #include "cases/io/input_error.hpp"
 #include "cases/io/npy.hpp"
+#include "cases/io/printable.hpp"
 
 namespace attnspec {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The longest line an adapter may send; a reply is a few hundred bytes.
+constexpr std::size_t kMaxProtocolLineBytes = 1 << 20;
 
 std::string seconds(std::chrono::milliseconds t) {
   const long long ms = t.count();
@@ -33,18 +38,10 @@ fs::path make_work_directory() {
   return pattern;
 }
 
-// The last lines of the adapter's log, for messages about its failures.
-std::string log_tail(const fs::path& log, std::size_t max_lines = 5) {
-  std::ifstream in(log);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (lines.size() > max_lines) lines.erase(lines.begin());
-  }
-  if (lines.empty()) return "";
-  std::string tail = "; the end of its stderr (" + log.string() + "):";
-  for (const std::string& line : lines) tail += "\n    " + line;
-  return tail;
+std::string shape_text(const std::vector<std::size_t>& s) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) text += (i ? ", " : "") + std::to_string(s[i]);
+  return text + "]";
 }
 
 class ProcessKernel final : public Kernel {
@@ -56,43 +53,68 @@ class ProcessKernel final : public Kernel {
     } else {
       fs::create_directories(options_.work_directory);
     }
-    if (options_.log_file.empty()) options_.log_file = options_.work_directory / "adapter.log";
-    info_ = start();
+    if (options_.log_file.empty()) {
+      options_.log_file = options_.work_directory / "adapter.log";
+      owns_log_ = true;
+    }
+    try {
+      log_ = std::make_unique<CappedLog>(options_.log_file);
+      info_ = start();
+    } catch (...) {
+      // Nothing of a failed start is left behind; the message carries the
+      // end of the adapter's stderr.
+      log_.reset();
+      remove_files(/*keep_log=*/false);
+      throw;
+    }
   }
 
   ~ProcessKernel() override {
     stop();
-    std::error_code ignored;
-    fs::remove_all(options_.work_directory / "case", ignored);
-    // The log stays where something was logged; otherwise nothing is left behind.
-    if (owns_work_directory_ && fs::file_size(options_.log_file, ignored) == 0)
-      fs::remove_all(options_.work_directory, ignored);
+    log_.reset();
+    // The log stays only where a run failed (end_run), or where no run
+    // said how it ended and the adapter wrote something.
+    const bool keep = run_failed_.value_or(bytes_logged_ > 0);
+    remove_files(keep);
   }
 
   std::string name() const override { return info_.name; }
   KernelFormats formats() const override { return info_.formats; }
   Capabilities capabilities() const override { return info_.capabilities; }
   std::optional<std::filesystem::path> log_file() const override { return options_.log_file; }
+  void end_run(bool failed) override { run_failed_ = failed; }
 
   KernelResult run(const Problem& problem) override {
     if (!process_) {
-      const AdapterInfo again = start();
-      if (!(again == info_))
-        throw std::runtime_error("the restarted adapter describes itself differently from its first hello");
+      AdapterInfo again;
+      try {
+        again = start();
+      } catch (const std::exception& e) {
+        throw KernelFault(std::string("the adapter could not be started again: ") + e.what());
+      }
+      if (!(again == info_)) {
+        stop();
+        throw KernelFault("the restarted adapter describes itself differently from its first hello");
+      }
     }
     const fs::path directory = fs::absolute(options_.work_directory / "case");
     fs::remove_all(directory);
     save_case(Case{directory, info_.formats.input, problem, {{"generator", "attnspec process kernel"}}}, directory);
     const std::uint64_t id = ++last_id_;
+    // One deadline for the answer and for reading what the adapter wrote.
+    const auto deadline = std::chrono::steady_clock::now() + options_.case_timeout;
     if (!process_->write_line(run_request(id, directory))) fail_and_restart("closed its stdin before the case was sent");
 
     std::string line;
-    switch (process_->read_line(line, options_.case_timeout)) {
+    switch (process_->read_line(line, options_.case_timeout, kMaxProtocolLineBytes)) {
       case Subprocess::Read::timeout:
         fail_and_restart("did not answer within the case timeout of " + seconds(options_.case_timeout) +
                          " (killed; raise it with ATTNSPEC_CASE_TIMEOUT=seconds)");
       case Subprocess::Read::closed:
         fail_and_restart("ended while running the case");
+      case Subprocess::Read::too_long:
+        fail_and_restart("sent more than " + std::to_string(kMaxProtocolLineBytes) +
+                         " bytes without a newline, more than a protocol line may hold");
       case Subprocess::Read::line:
         break;
     }
@@ -104,30 +126,38 @@ class ProcessKernel final : public Kernel {
     }
     if (reply.id != id)
       fail_and_restart("answered request " + std::to_string(reply.id) + " when request " + std::to_string(id) + " was pending");
+    log_->flush();
     if (!reply.ok && reply.unsupported) throw KernelUnsupported("the adapter declined the case: " + reply.error);
     if (!reply.ok) throw std::runtime_error("the adapter reported an error: " + reply.error);
 
     KernelResult result;
-    result.out = read_output(directory / "out.npy", out_shape(problem));
-    if (info_.capabilities.lse) result.lse = read_output(directory / "lse.npy", lse_shape(problem));
+    result.out = read_output(directory / "out.npy", out_shape(problem), deadline);
+    if (info_.capabilities.lse) result.lse = read_output(directory / "lse.npy", lse_shape(problem), deadline);
     return result;
   }
 
  private:
   AdapterInfo start() {
-    process_.emplace(command_, options_.log_file);
-    const std::string where = "adapter '" + command_ + "'";
+    process_.emplace(command_, [this](std::string_view bytes) {
+      bytes_logged_ += bytes.size();
+      log_->append(bytes);
+    });
+    const std::string where = "adapter '" + printable(command_, 200) + "'";
     if (!process_->write_line(hello_request())) {
+      const std::string what = process_->exit_description();
       stop();
-      throw std::runtime_error(where + " ended before the hello" + log_tail(options_.log_file));
+      throw std::runtime_error(where + " ended before the hello (" + what + ")" + log_tail());
     }
     std::string line;
-    const Subprocess::Read read = process_->read_line(line, options_.hello_timeout);
+    const Subprocess::Read read = process_->read_line(line, options_.hello_timeout, kMaxProtocolLineBytes);
     if (read != Subprocess::Read::line) {
-      const std::string what = read == Subprocess::Read::timeout ? "did not answer the hello within " + seconds(options_.hello_timeout)
-                                                                 : "ended without answering the hello (" + process_->exit_description() + ")";
+      const std::string what =
+          read == Subprocess::Read::timeout    ? "did not answer the hello within " + seconds(options_.hello_timeout)
+          : read == Subprocess::Read::too_long ? "answered the hello with more than " +
+                                                     std::to_string(kMaxProtocolLineBytes) + " bytes without a newline"
+                                               : "ended without answering the hello (" + process_->exit_description() + ")";
       stop();
-      throw std::runtime_error(where + " " + what + log_tail(options_.log_file));
+      throw std::runtime_error(where + " " + what + log_tail());
     }
     try {
       return parse_hello_reply(line);
@@ -142,31 +172,51 @@ class ProcessKernel final : public Kernel {
     if (process_->running() && process_->write_line(bye_request())) process_->finish(std::chrono::seconds(5));
     process_->kill();
     process_.reset();
+    if (log_) log_->flush();
+  }
+
+  // The last lines of the adapter's stderr, for messages about its failures.
+  std::string log_tail() const {
+    const std::string recent = log_ ? log_->recent_lines(5) : "";
+    if (recent.empty()) return "";
+    std::string tail = "; the end of its stderr (" + options_.log_file.string() + "):";
+    std::size_t start = 0;
+    for (std::size_t end; (end = recent.find('\n', start)) != std::string::npos; start = end + 1)
+      tail += "\n    " + recent.substr(start, end - start);
+    return tail + "\n    " + recent.substr(start);
+  }
+
+  void remove_files(bool keep_log) {
+    std::error_code ignored;
+    fs::remove_all(options_.work_directory / "case", ignored);
+    if (owns_log_ && !keep_log) fs::remove(options_.log_file, ignored);
+    if (owns_work_directory_ && (!keep_log || !owns_log_)) fs::remove_all(options_.work_directory, ignored);
   }
 
   [[noreturn]] void fail_and_restart(const std::string& what) {
     process_->kill();
-    const std::string message = "the adapter " + what + " (" + process_->exit_description() + ")" + log_tail(options_.log_file);
+    const std::string message = "the adapter " + what + " (" + process_->exit_description() + ")" + log_tail();
     process_.reset();  // started again for the next case
-    throw std::runtime_error(message);
+    log_->flush();
+    throw KernelFault(message);
   }
 
-  std::vector<double> read_output(const fs::path& path, const std::vector<std::size_t>& shape) const {
-    if (!fs::exists(path)) throw std::runtime_error("the adapter answered ok but wrote no " + path.filename().string());
+  std::vector<double> read_output(const fs::path& path, const std::vector<std::size_t>& shape, Deadline deadline) const {
+    std::error_code missing;
+    if (!fs::exists(fs::symlink_status(path, missing)))
+      throw std::runtime_error("the adapter answered ok but wrote no " + path.filename().string());
     NpyArray array;
     try {
-      array = read_npy(path);
+      NpyReadOptions options;
+      options.max_elements = 1;
+      for (std::size_t extent : shape) options.max_elements *= extent;
+      options.limit_reason = "the output's shape is " + shape_text(shape);
+      options.shape = shape;
+      options.deadline = deadline;
+      array = read_npy(path, options);
     } catch (const InputError& e) {
       throw std::runtime_error(std::string("the adapter's ") + e.what());
     }
-    const auto shape_text = [](const std::vector<std::size_t>& s) {
-      std::string text = "[";
-      for (std::size_t i = 0; i < s.size(); ++i) text += (i ? ", " : "") + std::to_string(s[i]);
-      return text + "]";
-    };
-    if (array.shape != shape)
-      throw std::runtime_error("the adapter's " + path.filename().string() + " has shape " + shape_text(array.shape) +
-                               ", expected " + shape_text(shape));
     if (array.dtype == NpyDtype::boolean)
       throw std::runtime_error("the adapter's " + path.filename().string() + " is a bool array, expected <f8, <f4 or <f2");
     const FormatId output = info_.formats.output;
@@ -181,6 +231,10 @@ class ProcessKernel final : public Kernel {
   std::string command_;
   ProcessOptions options_;
   bool owns_work_directory_ = false;
+  bool owns_log_ = false;
+  std::unique_ptr<CappedLog> log_;
+  std::uint64_t bytes_logged_ = 0;
+  std::optional<bool> run_failed_;
   std::optional<Subprocess> process_;
   AdapterInfo info_;
   std::uint64_t last_id_ = 0;

@@ -8,6 +8,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "cases/io/input_error.hpp"
+#include "cases/io/printable.hpp"
+#include "cases/io/strict_json.hpp"
 #include "formats/format.hpp"
 
 namespace attnspec {
@@ -21,18 +24,22 @@ constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
 [[noreturn]] void fail(const std::string& field, const std::string& message) {
-  throw ProtocolError("field '" + field + "': " + message);
+  throw ProtocolError("field '" + printable(field, 100) + "': " + printable(message, 300));
 }
 
+// An adapter's value, as JSON text that is safe to show.
+std::string shown(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Strictly parsed (cases/io/strict_json.hpp: depth, duplicate keys, UTF-8);
+// the line is shown escaped and cut, since it can be any bytes at all.
 json parse_object(std::string_view line, std::string_view what) {
   json message;
   try {
-    message = json::parse(line);
-  } catch (const json::parse_error&) {
-    const std::string shown = line.size() > 200 ? std::string(line.substr(0, 200)) + "..." : std::string(line);
-    throw ProtocolError("the " + std::string(what) + " is not JSON: '" + shown + "'");
+    message = parse_strict_json(line, std::string(what));
+  } catch (const InputError& e) {
+    throw ProtocolError("the " + std::string(what) + " is not JSON (" + e.detail() + "): '" + printable(line, 200) + "'");
   }
-  if (!message.is_object()) throw ProtocolError("the " + std::string(what) + " is not a JSON object");
+  if (!message.is_object()) throw ProtocolError("the " + std::string(what) + " is not a JSON object: '" + printable(line, 200) + "'");
   return message;
 }
 
@@ -52,7 +59,7 @@ FormatId get_format(const json& formats, const std::string& key) {
   if (!formats.contains(key)) fail("formats." + key, "missing (expected one of " + std::string(format_names()) + ")");
   const json& value = formats[key];
   const auto format = value.is_string() ? parse_format(value.get<std::string>()) : std::nullopt;
-  if (!format) fail("formats." + key, "expected one of " + std::string(format_names()) + ", got " + value.dump());
+  if (!format) fail("formats." + key, "expected one of " + std::string(format_names()) + ", got " + shown(value));
   return *format;
 }
 
@@ -66,7 +73,7 @@ std::vector<std::string> get_names(const json& object, const std::string& key, c
   if (!list.is_array()) fail("capabilities." + key, "expected a list of " + expected);
   for (const json& item : list) {
     if (!item.is_string() || std::find(allowed.begin(), allowed.end(), item.get<std::string>()) == allowed.end())
-      fail("capabilities." + key, "expected a list of " + expected + ", got " + item.dump() + " in it");
+      fail("capabilities." + key, "expected a list of " + expected + ", got " + shown(item) + " in it");
     names.push_back(item.get<std::string>());
   }
   return names;
@@ -100,11 +107,11 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   const json reply = parse_object(line, "hello reply");
   reject_unknown(reply, "", {"protocol", "name", "formats", "capabilities"});
   if (!reply.contains("protocol") || reply["protocol"] != kProcessProtocolVersion)
-    fail("protocol", "expected 1, got " + (reply.contains("protocol") ? reply["protocol"].dump() : std::string("nothing")));
+    fail("protocol", "expected 1, got " + (reply.contains("protocol") ? shown(reply["protocol"]) : std::string("nothing")));
   AdapterInfo info;
   if (!reply.contains("name") || !reply["name"].is_string() || reply["name"].get<std::string>().empty())
     fail("name", "expected a non-empty string");
-  info.name = reply["name"].get<std::string>();
+  info.name = printable(reply["name"].get<std::string>(), 100);
   if (!reply.contains("formats") || !reply["formats"].is_object())
     fail("formats", "expected an object {\"input\": ..., \"accumulate\": ..., \"output\": ...}");
   const json& formats = reply["formats"];
@@ -132,7 +139,7 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   if (caps.contains("max_elements")) {
     const json& limit = caps["max_elements"];
     if (!limit.is_number_unsigned() || limit.get<std::uint64_t>() == 0)
-      fail("capabilities.max_elements", "expected an integer >= 1 (or leave it out for no limit), got " + limit.dump());
+      fail("capabilities.max_elements", "expected an integer >= 1 (or leave it out for no limit), got " + shown(limit));
     c.max_elements = limit.get<std::uint64_t>();
   }
   return info;
@@ -149,7 +156,7 @@ RunReply parse_run_reply(std::string_view line) {
   r.unsupported = get_bool(reply, "unsupported", "");
   if (reply.contains("error")) {
     if (!reply["error"].is_string()) fail("error", "expected a string");
-    r.error = reply["error"].get<std::string>();
+    r.error = printable(reply["error"].get<std::string>());
   }
   if (r.ok && r.unsupported) fail("unsupported", "true together with \"ok\": true");
   if (!r.ok && r.error.empty()) fail("error", "missing: a reply with \"ok\": false must say why");

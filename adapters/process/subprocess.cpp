@@ -1,5 +1,7 @@
 // fork/exec with pipes and poll(2). Writes ignore SIGPIPE (a child that died
-// mid-conversation is reported, not fatal to attnspec).
+// mid-conversation is reported, not fatal to attnspec). While waiting for a
+// line, the child's stderr is read too, so a chatty child never blocks on a
+// full stderr pipe.
 #include "adapters/process/subprocess.hpp"
 
 #include <fcntl.h>
@@ -13,6 +15,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+
+#include "adapters/process/process_tree.hpp"
 
 namespace attnspec {
 namespace {
@@ -30,44 +34,49 @@ void ignore_sigpipe() {
   (void)once;
 }
 
+void close_all(std::initializer_list<int> fds) {
+  for (int fd : fds)
+    if (fd >= 0) ::close(fd);
+}
+
 }  // namespace
 
-Subprocess::Subprocess(const std::string& command, const std::filesystem::path& stderr_log) {
+Subprocess::Subprocess(const std::string& command, StderrSink on_stderr) : on_stderr_(std::move(on_stderr)) {
   ignore_sigpipe();
-  const int log = ::open(stderr_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log < 0) throw std::runtime_error(system_error("cannot open the adapter log " + stderr_log.string()));
-  int in_pipe[2], out_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    ::close(log);
-    throw std::runtime_error(system_error("pipe"));
+  become_subreaper();
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    const std::string message = system_error("pipe");
+    close_all({in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]});
+    exited_ = tree_ended_ = true;
+    throw std::runtime_error(message);
   }
   pid_ = ::fork();
   if (pid_ < 0) {
     const std::string message = system_error("fork");
-    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], log}) ::close(fd);
-    exited_ = true;
+    close_all({in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]});
+    exited_ = tree_ended_ = true;
     throw std::runtime_error(message);
   }
   if (pid_ == 0) {
-    ::setpgid(0, 0);
+    ::setsid();  // its own session and process group, both with its pid
     ::dup2(in_pipe[0], STDIN_FILENO);
     ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::dup2(log, STDERR_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
     ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  ::setpgid(pid_, pid_);  // also here: no race with a kill before the child ran
-  ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
-  ::close(log);
+  register_adapter(pid_);
+  close_all({in_pipe[0], out_pipe[1], err_pipe[1]});
   to_child_ = in_pipe[1];
   from_child_ = out_pipe[0];
+  errors_from_child_ = err_pipe[0];
+  ::fcntl(errors_from_child_, F_SETFL, ::fcntl(errors_from_child_, F_GETFL) | O_NONBLOCK);
 }
 
 Subprocess::~Subprocess() {
-  if (!exited_) kill();
-  if (to_child_ >= 0) ::close(to_child_);
-  if (from_child_ >= 0) ::close(from_child_);
+  kill();
+  close_all({to_child_, from_child_, errors_from_child_});
 }
 
 bool Subprocess::write_line(const std::string& line) {
@@ -83,14 +92,34 @@ bool Subprocess::write_line(const std::string& line) {
   return true;
 }
 
-Subprocess::Read Subprocess::read_line(std::string& line, std::chrono::milliseconds timeout) {
+void Subprocess::drain_stderr() {
+  if (errors_from_child_ < 0) return;
+  char chunk[65536];
+  for (;;) {
+    const ssize_t n = ::read(errors_from_child_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;  // EAGAIN: nothing more for now
+    if (n == 0) {
+      ::close(errors_from_child_);
+      errors_from_child_ = -1;
+      return;
+    }
+    if (on_stderr_) on_stderr_(std::string_view(chunk, static_cast<std::size_t>(n)));
+  }
+}
+
+Subprocess::Read Subprocess::read_line(std::string& line, std::chrono::milliseconds timeout, std::size_t max_bytes) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + timeout;
   for (;;) {
-    if (const auto newline = buffer_.find('\n'); newline != std::string::npos) {
+    if (const auto newline = buffer_.find('\n'); newline != std::string::npos && newline <= max_bytes) {
       line = buffer_.substr(0, newline);
       buffer_.erase(0, newline + 1);
       return Read::line;
+    }
+    if (buffer_.size() > max_bytes) {
+      buffer_.clear();
+      return Read::too_long;
     }
     if (from_child_ < 0) {
       if (buffer_.empty()) return Read::closed;
@@ -100,10 +129,12 @@ Subprocess::Read Subprocess::read_line(std::string& line, std::chrono::milliseco
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return Read::timeout;
-    pollfd descriptor{from_child_, POLLIN, 0};
-    const int ready = ::poll(&descriptor, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    pollfd descriptors[2] = {{from_child_, POLLIN, 0}, {errors_from_child_, POLLIN, 0}};
+    const int ready = ::poll(descriptors, errors_from_child_ >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(left, 1000)));
     if (ready < 0 && errno != EINTR) throw std::runtime_error(system_error("poll"));
     if (ready <= 0) continue;
+    if (errors_from_child_ >= 0 && descriptors[1].revents) drain_stderr();
+    if (!descriptors[0].revents) continue;
     char chunk[65536];
     const ssize_t n = ::read(from_child_, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
@@ -132,6 +163,7 @@ bool Subprocess::finish(std::chrono::milliseconds timeout) {
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!reap(false)) {
+    drain_stderr();
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -139,10 +171,13 @@ bool Subprocess::finish(std::chrono::milliseconds timeout) {
 }
 
 void Subprocess::kill() {
-  if (exited_) return;
-  ::kill(-pid_, SIGKILL);
-  ::kill(pid_, SIGKILL);
+  if (!tree_ended_) {
+    end_process_tree(pid_);
+    tree_ended_ = true;
+  }
   reap(true);
+  unregister_adapter(pid_);
+  drain_stderr();  // the tree is gone, so this reaches the end of its stderr
 }
 
 std::string Subprocess::exit_description() {

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/cpu.hpp"
+
 namespace attnspec {
 namespace {
 
@@ -184,11 +186,30 @@ class XnnpackF32Kernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_xnnpack_f32() { return std::make_unique<XnnpackF32Kernel>(); }
 
+// XNNPACK picks its f32 micro-kernels once, in xnn_initialize, from
+// cpuinfo's CPUID reading: AVX-512F, else FMA3, else AVX, else SSE. No
+// environment variable caps it, so a run measures this CPU's path only.
+KernelPlatform xnnpack_platform() {
+  static const KernelPlatform cached = [] {
+    KernelPlatform p;
+    const xnn_status status = xnn_initialize(nullptr);
+    if (status != xnn_status_success) {
+      p.unavailable = "xnn_initialize failed on this CPU: " + status_name(status);
+      return p;
+    }
+    const CpuDescription& cpu = this_cpu();
+    const char* path = cpu.has("avx512f") ? "avx512f" : cpu.has("fma") ? "fma3" : cpu.has("avx") ? "avx" : "sse";
+    p.code_path = std::string("XNNPACK f32 micro-kernels ") + path + " (chosen from CPUID; no cap)";
+    return p;
+  }();
+  return cached;
+}
+
 const std::array kXnnpackKernels = {
     KernelEntry{"xnnpack-f32",
                 "XNNPACK f32 fully-connected (Q K^T), softmax, fully-connected (P V); scale, softcap, mask, GQA as "
                 "float32 glue",
-                make_xnnpack_f32},
+                make_xnnpack_f32, xnnpack_platform},
 };
 
 }  // namespace

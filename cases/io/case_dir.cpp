@@ -4,13 +4,17 @@
 // message a user sees is about the first thing to fix.
 #include "cases/io/case_dir.hpp"
 
+#include <stdlib.h>
+
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "cases/io/input_error.hpp"
+#include "cases/io/input_file.hpp"
 #include "cases/io/npy.hpp"
+#include "cases/io/strict_json.hpp"
 
 namespace attnspec {
 namespace {
@@ -19,6 +23,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr const char* kFormatTag = "attnspec-case/1";
+constexpr std::uint64_t kMaxCaseJsonBytes = 16u << 20;
 
 const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
@@ -73,8 +78,18 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
   return text + "]";
 }
 
+std::uint64_t product(const std::vector<std::size_t>& shape) {
+  std::uint64_t count = 1;
+  for (std::size_t extent : shape) count *= extent;  // within kMaxTensorElements: checked by size_limit_error
+  return count;
+}
+
 NpyArray load_array(const fs::path& path, NpyDtype dtype, const std::vector<std::size_t>& shape) {
-  NpyArray array = read_npy(path);
+  NpyReadOptions options;
+  options.max_elements = product(shape);
+  options.limit_reason = "case.json's shape gives it " + shape_text(shape);
+  options.shape = shape;
+  NpyArray array = read_npy(path, options);
   if (array.dtype != dtype)
     throw InputError(path.string(), "dtype",
                      "expected " + std::string(npy_descr(dtype)) + ", got " + std::string(npy_descr(array.dtype)));
@@ -111,14 +126,7 @@ Case load_case(const fs::path& directory) {
   if (!fs::is_directory(directory)) throw InputError(directory.string(), "", "not a case directory");
   const fs::path json_path = directory / "case.json";
   const std::string json_file = json_path.string();
-  std::ifstream in(json_path);
-  if (!in) throw InputError(json_file, "", "cannot open file (missing or unreadable)");
-  json object;
-  try {
-    object = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw InputError(json_file, "", std::string("invalid JSON: ") + e.what());
-  }
+  const json object = parse_strict_json(read_input_file(json_path, kMaxCaseJsonBytes, "the most a case.json may hold"), json_file);
   if (!object.is_object()) throw InputError(json_file, "", "expected a JSON object");
   for (const auto& [key, value] : object.items())
     if (!known_fields().count(key)) throw InputError(json_file, key, "unknown field");
@@ -142,6 +150,8 @@ Case load_case(const fs::path& directory) {
   if (p.dims.q_heads % p.dims.kv_heads != 0)
     fields.fail("q_heads", "expected a multiple of kv_heads (" + std::to_string(p.dims.kv_heads) + "), got " +
                                std::to_string(p.dims.q_heads));
+  if (const std::string error = size_limit_error(p.dims); !error.empty())
+    throw InputError(json_file, "", "the shape is too large: " + error);
   p.scale = fields.optional_positive("scale");
   p.softcap = fields.optional_positive("softcap");
   const std::string causal = fields.choice("causal", {"top_left", "bottom_right"}, true);
@@ -167,7 +177,10 @@ Case load_case(const fs::path& directory) {
   if (p.mask_kind == MaskKind::none) {
     if (fs::exists(mask_path)) throw InputError(mask_path.string(), "", "present, but case.json says \"mask\": null");
   } else {
-    NpyArray m = read_npy(mask_path);
+    NpyReadOptions options;
+    options.max_elements = B * Hq * L * S;
+    options.limit_reason = "a mask is at most [B, Hq, L, S] = " + shape_text({B, Hq, L, S});
+    NpyArray m = read_npy(mask_path, options);
     const NpyDtype want = p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64;
     if (m.dtype != want)
       throw InputError(mask_path.string(), "dtype", "expected " + std::string(npy_descr(want)) + " for a " + mask +
@@ -195,7 +208,6 @@ void save_case(const Case& c, const fs::path& directory) {
   const Problem& p = c.problem;
   const auto errors = validate(p);
   if (!errors.empty()) throw InputError(directory.string(), "", "invalid problem: " + errors.front());
-  fs::create_directories(directory);
   const auto optional_number = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
   json object = {
       {"format", kFormatTag},
@@ -213,20 +225,39 @@ void save_case(const Case& c, const fs::path& directory) {
       {"mask", p.mask_kind == MaskKind::none ? json(nullptr) : json(std::string(to_string(p.mask_kind)))},
       {"provenance", c.provenance},
   };
+  // Provenance can carry a kernel's messages: bytes that are not UTF-8 are
+  // replaced rather than failing the save.
+  const std::string case_json = object.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   const auto B = static_cast<std::size_t>(p.dims.batch), Hq = static_cast<std::size_t>(p.dims.q_heads),
              Hkv = static_cast<std::size_t>(p.dims.kv_heads), L = static_cast<std::size_t>(p.dims.q_len),
              S = static_cast<std::size_t>(p.dims.kv_len);
-  write_npy(directory / "q.npy", {NpyDtype::float64, {B, Hq, L, static_cast<std::size_t>(p.dims.d_k)}, p.q});
-  write_npy(directory / "k.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_k)}, p.k});
-  write_npy(directory / "v.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_v)}, p.v});
-  if (p.mask_kind != MaskKind::none)
-    write_npy(directory / "mask.npy",
-              {p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64,
-               {static_cast<std::size_t>(p.mask_batch), static_cast<std::size_t>(p.mask_heads), L, S},
-               p.mask});
-  else
-    fs::remove(directory / "mask.npy");
-  write_file_atomically(directory / "case.json", object.dump(2) + "\n");
+
+  // Written into a fresh sibling directory, which then replaces the target:
+  // a reader sees the old case or the whole new one, never a mixture, and
+  // a failure part way leaves no half-written case behind.
+  fs::path parent = directory.parent_path();
+  if (parent.empty()) parent = ".";
+  fs::create_directories(parent);
+  std::string pattern = (parent / ("." + directory.filename().string() + ".partial-XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) throw InputError(directory.string(), "", "cannot create a directory next to it to write into");
+  const fs::path staging = pattern;
+  try {
+    write_npy(staging / "q.npy", {NpyDtype::float64, {B, Hq, L, static_cast<std::size_t>(p.dims.d_k)}, p.q});
+    write_npy(staging / "k.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_k)}, p.k});
+    write_npy(staging / "v.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_v)}, p.v});
+    if (p.mask_kind != MaskKind::none)
+      write_npy(staging / "mask.npy",
+                {p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64,
+                 {static_cast<std::size_t>(p.mask_batch), static_cast<std::size_t>(p.mask_heads), L, S},
+                 p.mask});
+    write_file_atomically(staging / "case.json", case_json);
+    fs::remove_all(directory);
+    fs::rename(staging, directory);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    throw;
+  }
 }
 
 }  // namespace attnspec

@@ -3,23 +3,42 @@
 #include "cases/io/expected.hpp"
 
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "cases/io/input_error.hpp"
+#include "cases/io/input_file.hpp"
+#include "cases/io/strict_json.hpp"
 #include "formats/round_multiprecision.hpp"
 
 namespace attnspec {
 namespace {
+
+constexpr std::uint64_t kMaxExpectedJsonBytes = 64u << 20;
+constexpr std::size_t kMaxDecimalLength = 1000;  // 60 digits are written; far more is not a number we can mean
+
+// Whether MPFR reads the whole text as a number (or "nan", "inf", "-inf").
+bool is_decimal(const std::string& text) {
+  if (text == "nan" || text == "NaN") return true;
+  mpfr_t value;
+  mpfr_init2(value, 64);
+  const bool ok = mpfr_set_str(value, text.c_str(), 10, MPFR_RNDN) == 0;
+  mpfr_clear(value);
+  return ok;
+}
 
 std::vector<std::string> string_list(const nlohmann::json& object, const std::string& field, const std::string& file) {
   if (!object.contains(field) || !object.at(field).is_array())
     throw InputError(file, field, "expected an array of decimal strings");
   std::vector<std::string> values;
   for (const auto& item : object.at(field)) {
-    if (!item.is_string()) throw InputError(file, field, "expected decimal strings, got " + item.dump());
-    values.push_back(item.get<std::string>());
+    const std::string where = "item " + std::to_string(values.size()) + ": ";
+    if (!item.is_string())
+      throw InputError(file, field, where + "expected a decimal string, got " + item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    const std::string& text = item.get_ref<const std::string&>();
+    if (text.size() > kMaxDecimalLength || text.find('\0') != std::string::npos || !is_decimal(text))
+      throw InputError(file, field, where + "not a decimal number: '" + text + "'");
+    values.push_back(text);
   }
   return values;
 }
@@ -55,15 +74,11 @@ void compare_list(const char* name, const std::vector<std::string>& expected, co
 
 std::optional<ExpectedValues> load_expected(const std::filesystem::path& case_directory) {
   const auto path = case_directory / "expected.json";
-  if (!std::filesystem::exists(path)) return std::nullopt;
-  std::ifstream in(path);
-  nlohmann::json object;
-  try {
-    object = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path.string(), "", std::string("invalid JSON: ") + e.what());
-  }
-  if (!object.is_object() || object.value("format", "") != "attnspec-expected/1")
+  std::error_code missing;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, missing))) return std::nullopt;
+  const nlohmann::json object =
+      parse_strict_json(read_input_file(path, kMaxExpectedJsonBytes, "the most an expected.json may hold"), path.string());
+  if (!object.is_object() || !object.contains("format") || object["format"] != "attnspec-expected/1")
     throw InputError(path.string(), "format", "expected \"attnspec-expected/1\"");
   return ExpectedValues{string_list(object, "out", path.string()), string_list(object, "lse", path.string()),
                         string_list(object, "weights", path.string())};

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "cases/io/input_error.hpp"
+#include "cases/io/input_file.hpp"
 #include "formats/format.hpp"
 
 namespace attnspec {
@@ -70,7 +70,12 @@ class HeaderParser {
     const std::string digits = word();
     if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       fail("expected a non-negative integer in 'shape'");
-    return static_cast<std::size_t>(std::stoull(digits));
+    std::uint64_t value = 0;
+    for (char c : digits)
+      if (__builtin_mul_overflow(value, std::uint64_t{10}, &value) ||
+          __builtin_add_overflow(value, static_cast<std::uint64_t>(c - '0'), &value))
+        fail("'shape' extent " + digits.substr(0, 40) + " is too large");
+    return static_cast<std::size_t>(value);
   }
   bool at_end() {
     skip_space();
@@ -82,6 +87,12 @@ class HeaderParser {
   std::string text_, file_;
   std::size_t pos_ = 0;
 };
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
 
 std::uint32_t little_endian(const unsigned char* bytes, int count) {
   std::uint32_t value = 0;
@@ -101,25 +112,25 @@ std::string_view npy_descr(NpyDtype dtype) {
   return "?";
 }
 
-NpyArray read_npy(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(file, "", "cannot open file (missing or unreadable)");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0)
-    throw InputError(file, "", "not an NPY file (bad magic string)");
-  const auto* raw = reinterpret_cast<const unsigned char*>(bytes.data());
+NpyArray read_npy(const std::filesystem::path& path, const NpyReadOptions& options) {
+  const InputFile in(path);
+  const std::string file = in.name();
+  if (in.size() < 10) throw InputError(file, "", "not an NPY file (" + std::to_string(in.size()) + " bytes, too short)");
+  const std::string head = in.read(0, std::min<std::uint64_t>(in.size(), 12));
+  if (std::memcmp(head.data(), kMagic, kMagicSize) != 0) throw InputError(file, "", "not an NPY file (bad magic string)");
+  const auto* raw = reinterpret_cast<const unsigned char*>(head.data());
   const int major = raw[6];
   if (major < 1 || major > 3) throw InputError(file, "", "unsupported NPY version " + std::to_string(major));
   const int length_bytes = major == 1 ? 2 : 4;
   const std::size_t header_start = 8 + static_cast<std::size_t>(length_bytes);
-  if (bytes.size() < header_start) throw InputError(file, "", "truncated NPY header");
+  if (head.size() < header_start) throw InputError(file, "", "truncated NPY header");
   const std::size_t header_length = little_endian(raw + 8, length_bytes);
-  if (bytes.size() < header_start + header_length) throw InputError(file, "", "truncated NPY header");
+  if (header_length > kMaxNpyHeaderBytes)
+    throw InputError(file, "", "NPY header of " + std::to_string(header_length) + " bytes, more than the " +
+                                   std::to_string(kMaxNpyHeaderBytes) + " this reader accepts");
+  if (in.size() < header_start + header_length) throw InputError(file, "", "truncated NPY header");
 
-  HeaderParser header(bytes.substr(header_start, header_length), file);
+  HeaderParser header(in.read(header_start, header_length), file);
   NpyArray array;
   std::string descr;
   bool fortran = false, have_descr = false, have_order = false, have_shape = false;
@@ -128,16 +139,21 @@ NpyArray read_npy(const std::filesystem::path& path) {
     const std::string key = header.quoted();
     header.expect(':');
     if (key == "descr") {
+      if (have_descr) header.fail("'descr' appears twice in the NPY header");
       descr = header.quoted();
       have_descr = true;
     } else if (key == "fortran_order") {
+      if (have_order) header.fail("'fortran_order' appears twice in the NPY header");
       const std::string value = header.word();
       if (value != "True" && value != "False") header.fail("'fortran_order' must be True or False");
       fortran = value == "True";
       have_order = true;
     } else if (key == "shape") {
+      if (have_shape) header.fail("'shape' appears twice in the NPY header");
       header.expect('(');
       while (!header.accept(')')) {
+        if (array.shape.size() == kMaxNpyDimensions)
+          header.fail("'shape' has more than " + std::to_string(kMaxNpyDimensions) + " dimensions");
         array.shape.push_back(header.integer());
         header.accept(',');
       }
@@ -155,15 +171,27 @@ NpyArray read_npy(const std::filesystem::path& path) {
   else if (descr == "|b1") array.dtype = NpyDtype::boolean;
   else header.fail("unsupported dtype '" + descr + "' (expected <f8, <f4, <f2 or |b1)");
 
-  std::size_t count = 1;
-  for (std::size_t extent : array.shape) count *= extent;
-  const std::size_t data_start = header_start + header_length;
-  const std::size_t expected = count * item_size(array.dtype);
-  if (bytes.size() - data_start != expected)
-    throw InputError(file, "", "data holds " + std::to_string(bytes.size() - data_start) + " bytes, shape and dtype need " +
-                                   std::to_string(expected));
+  if (options.shape && array.shape != *options.shape)
+    throw InputError(file, "shape", "expected " + shape_text(*options.shape) + ", got " + shape_text(array.shape));
+  // The element count, checked against the limit before anything the
+  // header claims is allocated or read.
+  std::uint64_t count = 1;
+  bool too_many = false;
+  for (std::size_t extent : array.shape)
+    too_many = too_many || __builtin_mul_overflow(count, static_cast<std::uint64_t>(extent), &count) ||
+               count > options.max_elements;
+  if (too_many)
+    throw InputError(file, "shape", "holds more than " + std::to_string(options.max_elements) +
+                                        " elements, the most an array may hold here (" + options.limit_reason + ")");
+  const std::uint64_t data_start = header_start + header_length;
+  std::uint64_t expected = 0;
+  const bool overflow = __builtin_mul_overflow(count, static_cast<std::uint64_t>(item_size(array.dtype)), &expected);
+  if (overflow || in.size() - data_start != expected)
+    throw InputError(file, "", "data holds " + std::to_string(in.size() - data_start) + " bytes, shape and dtype need " +
+                                   (overflow ? std::string("more than 2^64") : std::to_string(expected)));
+  const std::string bytes = in.read(data_start, expected, options.deadline);
   array.values.resize(count);
-  const char* data = bytes.data() + data_start;
+  const char* data = bytes.data();
   for (std::size_t i = 0; i < count; ++i) {
     switch (array.dtype) {
       case NpyDtype::float64: {

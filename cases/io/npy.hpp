@@ -4,9 +4,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "cases/io/input_file.hpp"
+#include "reference/problem.hpp"
 
 namespace attnspec {
 
@@ -20,8 +25,24 @@ struct NpyArray {
 
 std::string_view npy_descr(NpyDtype dtype);  // "<f8", "<f4", "<f2", "|b1"
 
-// Throws InputError naming the file on any malformed content.
-NpyArray read_npy(const std::filesystem::path& path);
+inline constexpr std::size_t kMaxNpyHeaderBytes = 1 << 20;
+inline constexpr std::size_t kMaxNpyDimensions = 32;
+
+struct NpyReadOptions {
+  // The most elements the array may hold (its shape's product); the file
+  // must then hold exactly the bytes its header promises, so nothing is
+  // read or allocated past that. The default is the problem tensors' limit.
+  std::uint64_t max_elements = kMaxTensorElements;
+  std::string limit_reason = "2^28 elements, spec/SPEC.md section 4";
+  // Where the caller knows the shape: a different one is an error named
+  // field 'shape', found before the data is read.
+  std::optional<std::vector<std::size_t>> shape;
+  Deadline deadline;  // for an adapter's outputs: read within the case timeout
+};
+
+// Reads a regular file only (cases/io/input_file.hpp). Throws InputError
+// naming the file on any malformed content.
+NpyArray read_npy(const std::filesystem::path& path, const NpyReadOptions& options = {});
 
 // Encodes a version 1.0 file in memory (values converted to dtype: float32
 // and float16 values must be representable, bool values 0 or 1).

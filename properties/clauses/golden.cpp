@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cases/io/case_dir.hpp"
+#include "cases/io/printable.hpp"
 #include "properties/clauses/clauses.hpp"
 #include "properties/harness.hpp"
 
@@ -48,7 +49,9 @@ ClauseOutcome check_golden(PropertyContext& context) {
   std::sort(cases.begin(), cases.end());
   const double u_out = output_unit(context.kernel);
   ErrorStats stats;
-  int skipped = 0;
+  int skipped = 0, declined = 0, faulted = 0;
+  std::string first_fault;
+  std::optional<Problem> first_faulted;
   for (const fs::path& path : cases) {
     const Case c = load_case(path);
     if (!missing_capabilities(context.kernel.capabilities(), c.problem).empty() ||
@@ -56,8 +59,22 @@ ClauseOutcome check_golden(PropertyContext& context) {
       ++skipped;
       continue;
     }
+    std::string failure;
+    try {
+      failure = outside_bound(c.problem, evaluate(context.kernel, c.problem), u_out, stats);
+    } catch (const KernelUnsupported&) {
+      ++declined;  // not judged: counted in the reason, never a pass
+      continue;
+    } catch (const KernelFault& e) {
+      if (faulted++ == 0) {
+        first_fault = path.filename().string() + ": " + printable(e.what(), 2000);
+        first_faulted = c.problem;
+      }
+      continue;
+    } catch (const std::exception& e) {
+      failure = std::string("exception: ") + printable(e.what(), 2000);
+    }
     ++outcome.cases;
-    const std::string failure = outside_bound(c.problem, evaluate(context.kernel, c.problem), u_out, stats);
     if (!failure.empty()) {
       outcome.status = Status::fail;
       outcome.reason = path.filename().string() + ": " + failure;
@@ -70,11 +87,20 @@ ClauseOutcome check_golden(PropertyContext& context) {
     outcome.bound_u = stats.bound_u;
     outcome.bound_used = stats.max_ratio;
   }
-  if (outcome.cases == 0) {
+  if (faulted > 0 && outcome.status == Status::pass) {
+    outcome.status = Status::fail;
+    outcome.reason = std::to_string(faulted) + " golden case(s) lost to kernel faults (first: " + first_fault + "); the other " +
+                     std::to_string(outcome.cases) + " case(s) passed";
+    outcome.counterexample = first_faulted;
+    return outcome;
+  }
+  if (outcome.cases == 0 && outcome.status == Status::pass) {
     outcome.status = Status::skip;
-    outcome.reason = "no golden case fits the kernel's capabilities and input format";
-  } else if (outcome.status == Status::pass && skipped > 0) {
+    outcome.reason = declined > 0 ? "the kernel declined every golden case it could take (" + std::to_string(declined) + ")"
+                                  : "no golden case fits the kernel's capabilities and input format";
+  } else if (outcome.status == Status::pass && (skipped > 0 || declined > 0)) {
     outcome.reason = std::to_string(skipped) + " golden cases skipped (capabilities or input format)";
+    if (declined > 0) outcome.reason += ", " + std::to_string(declined) + " declined by the kernel";
   }
   return outcome;
 }

@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "cases/io/printable.hpp"
 #include "properties/clauses/clauses.hpp"
 
 namespace attnspec {
@@ -84,7 +85,20 @@ ClauseOutcome check_var(PropertyContext& context) {
       return outcome;
     }
     if (failure.empty()) {
-      const KernelResult got = context.kernel.run(p);
+      KernelResult got;
+      try {
+        got = context.kernel.run(p);
+      } catch (const KernelUnsupported& e) {
+        outcome.status = Status::skip;
+        outcome.reason = "the kernel declined the statistical problem (d_k = " + std::to_string(d_k) + "): " + e.what();
+        return outcome;
+      } catch (const KernelFault& e) {
+        outcome.status = Status::fail;
+        outcome.reason = "1 case(s) lost to kernel faults (first: " + printable(e.what(), 2000) +
+                         "); the statistical test of d_k = " + std::to_string(d_k) + " was not judged";
+        outcome.counterexample = p;
+        return outcome;
+      }
       std::vector<double> differences;
       for (int h = 0; h < samples && got.out.size() == p.out_size(); ++h) {
         const double w0 = got.out[static_cast<std::size_t>(h) * d_k], w1 = got.out[static_cast<std::size_t>(h) * d_k + 1];

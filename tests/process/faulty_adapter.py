@@ -16,6 +16,15 @@ protocol in one way, so attnspec's handling of that failure can be checked.
   error         report an error for every case
   bad-hello     misspell a capability in the hello reply
   silent        exit before answering the hello
+  binary        answer with bytes that are not UTF-8, an escape sequence among them
+  escape-error  report an error of 500 kB that starts with terminal escape sequences
+  long-line     answer with 100 MB and no newline
+  out-devzero   make out.npy a symbolic link to /dev/zero
+  out-fifo      make out.npy a FIFO that nobody writes
+  descendants   start helpers that outlive it (one with setsid, one a daemon
+                whose parent exited) and write their pids to --pidfile
+
+--stderr-mb N writes N MB to stderr per case (with any fault).
 
 With --once FILE the fault happens only the first time (FILE remembers it),
 so tests can check that attnspec restarts the adapter and carries on.
@@ -25,6 +34,7 @@ import json
 import os
 import signal
 import struct
+import subprocess
 import sys
 import time
 
@@ -39,11 +49,35 @@ def write_npy(path, shape, values, descr="<f4"):
         f.write(struct.pack("<%d%s" % (len(values), code), *values))
 
 
+def start_descendants(pidfile):
+    """Two helpers that outlive a plain kill of the adapter's process group:
+    one in a session of its own, one a daemon whose parent has exited."""
+    setsid_child = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        daemon = os.fork()
+        if daemon == 0:
+            os.close(read_end)
+            os.close(write_end)
+            time.sleep(600)
+            os._exit(0)
+        os.write(write_end, str(daemon).encode())
+        os._exit(0)
+    os.close(write_end)
+    daemon_pid = int(os.read(read_end, 64).decode())
+    os.wait()
+    with open(pidfile, "w") as f:
+        f.write("%d %d\n" % (setsid_child.pid, daemon_pid))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fault", default="none")
     parser.add_argument("--once")
     parser.add_argument("--output", default="float32")
+    parser.add_argument("--stderr-mb", type=int, default=0)
+    parser.add_argument("--pidfile")
     args = parser.parse_args()
     fault = args.fault
     if args.once:
@@ -66,11 +100,16 @@ def main():
                      "formats": {"input": args.output, "accumulate": "float32", "output": args.output},
                      "capabilities": caps}
             print(json.dumps(reply), flush=True)
+            if fault == "descendants":
+                start_descendants(args.pidfile)
             continue
         with open(os.path.join(request["case"], "case.json")) as f:
             case = json.load(f)
         shape = [case["batch"], case["q_heads"], case["q_len"], case["d_v"]]
         reply = {"id": request["id"], "ok": True}
+        for _ in range(args.stderr_mb):
+            sys.stderr.write("e" * 1023 + "\n" * 1 + ("x" * 1024) * 1023)
+        sys.stderr.flush()
         if fault == "crash":
             sys.exit(3)
         elif fault == "signal":
@@ -79,6 +118,24 @@ def main():
             time.sleep(3600)
         elif fault == "garbage":
             print("Traceback (most recent call last): oops", flush=True)
+            continue
+        elif fault == "binary":
+            sys.stdout.buffer.write(b"\xff\xfe\x1b[2J\x1b]0;pwned\x07\x00\xc3(\x9b31m garbage\n")
+            sys.stdout.flush()
+            continue
+        elif fault == "escape-error":
+            reply = {"id": request["id"], "ok": False, "error": "\x1b[2J\x1b]0;pwned\x07" + "A" * 500000}
+        elif fault == "long-line":
+            sys.stdout.write("x" * 100000000)
+            sys.stdout.flush()
+            time.sleep(3600)
+        elif fault in ("out-devzero", "out-fifo"):
+            path = os.path.join(request["case"], "out.npy")
+            if fault == "out-devzero":
+                os.symlink("/dev/zero", path)
+            else:
+                os.mkfifo(path)
+            print(json.dumps(reply), flush=True)
             continue
         elif fault == "wrong-id":
             reply["id"] = request["id"] + 1
