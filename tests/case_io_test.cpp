@@ -12,22 +12,15 @@
 #include "cases/io/input_error.hpp"
 #include "cases/io/npy.hpp"
 #include "problem_builder.hpp"
+#include "scratch_test.hpp"
 
 namespace attnspec {
 namespace {
 
 namespace fs = std::filesystem;
 
-class CaseIo : public ::testing::Test {
+class CaseIo : public testing::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("attnspec_case_io_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   Case sample_case() {
     std::mt19937_64 random(11);
     Case c;
@@ -62,7 +55,6 @@ class CaseIo : public ::testing::Test {
     }
   }
 
-  fs::path dir_;
 };
 
 TEST_F(CaseIo, SavedCaseLoadsBackIdentically) {

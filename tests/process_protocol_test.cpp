@@ -13,6 +13,7 @@
 #include "adapters/process/process_kernel.hpp"
 #include "adapters/process/protocol.hpp"
 #include "formats/format.hpp"
+#include "scratch_test.hpp"
 
 namespace attnspec {
 namespace {
@@ -23,14 +24,7 @@ const std::string kGoodHello =
     R"({"protocol": 1, "name": "x", "formats": {"input": "float32", "accumulate": "float32", "output": "bfloat16"},
         "capabilities": {"masks": ["bool"], "causal": ["bottom_right"], "gqa": true, "max_elements": 64}})";
 
-std::string error_of(auto&& call) {
-  try {
-    call();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(ProcessProtocol, ParsesAHelloReply) {
   const AdapterInfo info = parse_hello_reply(kGoodHello);
@@ -103,24 +97,16 @@ Problem small_problem() {
   return p;
 }
 
-class FaultyAdapter : public ::testing::Test {
+class FaultyAdapter : public testing::ScratchTest {
  protected:
-  void SetUp() override {
-    work_ = fs::temp_directory_path() / ("attnspec-faulty-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(work_);
-    fs::create_directories(work_);
-  }
-  void TearDown() override { fs::remove_all(work_); }
-
   std::unique_ptr<Kernel> start(const std::string& fault, bool once = false, const std::string& output = "float32") {
     ProcessOptions options;
     options.case_timeout = std::chrono::milliseconds(1500);
     options.hello_timeout = std::chrono::seconds(20);
-    options.work_directory = work_ / "work";
+    options.work_directory = dir_ / "work";
     std::string command = std::string(ATTNSPEC_PYTHON) + " " + ATTNSPEC_SOURCE_DIR + "/tests/process/faulty_adapter.py --fault " +
                           fault + " --output " + output;
-    if (once) command += " --once " + (work_ / "once").string();
+    if (once) command += " --once " + (dir_ / "once").string();
     return make_process_kernel(command, options);
   }
 
@@ -135,7 +121,6 @@ class FaultyAdapter : public ::testing::Test {
     EXPECT_EQ(result.out.size(), 4u);
   }
 
-  fs::path work_;
 };
 
 TEST_F(FaultyAdapter, AWellBehavedAdapterRuns) {
@@ -198,7 +183,7 @@ TEST_F(FaultyAdapter, ABadHelloStopsBeforeAnyCase) {
 
 TEST_F(FaultyAdapter, AMissingProgramIsReported) {
   ProcessOptions options;
-  options.work_directory = work_ / "work";
+  options.work_directory = dir_ / "work";
   const std::string message = error_of([&] { make_process_kernel("/nonexistent/adapter --x", options); });
   EXPECT_NE(message.find("exited with status 127"), std::string::npos) << message;
 }

@@ -24,32 +24,15 @@
 #include "cases/io/printable.hpp"
 #include "cases/io/strict_json.hpp"
 #include "reference/problem.hpp"
+#include "scratch_test.hpp"
 
 namespace attnspec {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(auto&& call) {
-  try {
-    call();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-class Scratch : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("attnspec-untrusted-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
-};
+using testing::error_of;
+using Scratch = testing::ScratchTest;
 
 TEST(Printable, EscapesControlsAndBytesThatAreNotUtf8) {
   EXPECT_EQ(printable("plain text, ünïcödé"), "plain text, ünïcödé");
