@@ -29,6 +29,7 @@ struct RunArgs {
   std::string json, junit, save_failures = "attnspec-failures", shard;
   bool strict_determinism = false;
   bool no_shrink = false;
+  bool allow_incomplete = false;
 };
 
 std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
@@ -62,6 +63,7 @@ RunOptions parse_options(const RunArgs& args) {
   options.seed = args.seed;
   options.strict_determinism = args.strict_determinism;
   options.shrink = !args.no_shrink;
+  options.allow_incomplete = args.allow_incomplete;
   if (!args.save_failures.empty()) options.save_failures = args.save_failures;
   return options;
 }
@@ -103,9 +105,15 @@ int run(const RunArgs& args) {
                                           std::string(format_info(kernel->formats().input).name) + " inputs, not " + args.dtype);
   }
   const RunOptions options = parse_options(args);
+  for (const Selected& s : selected)
+    if (s.kernel && s.kernel->capabilities().max_elements < kMinMaxElements)
+      throw InputError("--kernel", "", "kernel " + s.kernel->name() + " declares max_elements " +
+                                           std::to_string(s.kernel->capabilities().max_elements) + ", below the " +
+                                           std::to_string(kMinMaxElements) +
+                                           " logits (B Hq L S) attnspec needs to judge it (spec/SPEC.md section 8)");
 
   std::vector<RunReport> reports;
-  std::size_t pass = 0, fail = 0, skip = 0, unavailable = 0;
+  std::size_t pass = 0, fail = 0, skip = 0, incomplete = 0, unavailable = 0;
   for (Selected& s : selected) {
     if (!s.kernel) {
       std::cout << "attnspec run: kernel " << s.name << " is not available on this machine, nothing judged:\n  "
@@ -128,6 +136,9 @@ int run(const RunArgs& args) {
     if (s.name.starts_with("cmd:")) std::cout << "  command: " << s.name.substr(4) << "\n";
     if (const auto log = kernel.log_file())
       std::cout << "  adapter stderr: " << log->string() << " (removed at the end unless the run fails)\n";
+    if (kernel.capabilities().max_elements < kMaxTensorElements)
+      std::cout << "  declared: at most " << kernel.capabilities().max_elements
+                << " logits (B Hq L S) a case; a shape class it never reaches makes a clause INCOMPLETE\n";
     if (!kernel.capabilities().fully_masked_rows)
       std::cout << "  declared: rows with no visible key are not given the spec's 0; FULLMASK judges them, the other\n"
                    "  clauses leave them out\n";
@@ -139,6 +150,7 @@ int run(const RunArgs& args) {
       if (r.outcome.status == Status::pass) ++pass;
       if (r.outcome.status == Status::fail) ++fail;
       if (r.outcome.status == Status::skip) ++skip;
+      if (r.outcome.status == Status::incomplete) ++incomplete;
     }
     kernel.end_run(reports.back().failed());
     if (const auto log = kernel.log_file(); log && reports.back().failed() && std::filesystem::exists(*log))
@@ -149,6 +161,8 @@ int run(const RunArgs& args) {
                                      << "kernel is not available on this machine):\n\n"
                                      << format_matrix(reports) << "\n";
   std::cout << pass << " passed, " << fail << " failed, " << skip << " skipped";
+  if (incomplete)
+    std::cout << ", " << incomplete << " incomplete (" << (args.allow_incomplete ? "allowed by --allow-incomplete" : "failing the run; --allow-incomplete to accept") << ")";
   if (unavailable) std::cout << ", " << unavailable << " kernel(s) not available here";
   std::cout << "\n";
   if (!args.json.empty())
@@ -166,10 +180,12 @@ Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Conformance: every clause of spec/SPEC.md section 7 against a kernel");
   sub->footer(
-      "Prints one line per clause: PASS / FAIL / SKIP (DIFF for an informative difference), cases run,\n"
-      "the largest error in units of u of the output format times |P||V|, and the bound there. A\n"
-      "failure's shrunk counterexample is saved as a case directory with a command that reproduces\n"
-      "it. Exit status: 0 all pass or skip, 1 a failure, 2 usage error or bad input, 3 no failure but a\n"
+      "Prints one line per clause: PASS / FAIL / SKIP / INCOMPLETE (DIFF for an informative difference),\n"
+      "cases run, the largest error in units of u of the output format times |P||V|, and the bound there.\n"
+      "INCOMPLETE: what was judged passed, but the kernel declined more than 10% of the cases or a shape\n"
+      "class of the profile (small, tile, long) was never judged. A failure's shrunk counterexample is\n"
+      "saved as a case directory with a command that reproduces it. Exit status: 0 all pass or skip,\n"
+      "1 a failure or an INCOMPLETE clause (unless --allow-incomplete), 2 usage error or bad input, 3 no failure but a\n"
       "kernel is not available on this machine (its library lacks a code path for this CPU; nothing of\n"
       "it was judged; see attnspec kernels).\n\n"
       "Example: attnspec run --kernel online-bf16 --profile ci --json report.json");
@@ -186,6 +202,8 @@ Command add_run_command(CLI::App& app) {
       ->check(creatable_directory());
   sub->add_option("--shard", args->shard, "I/N: run only every N-th clause, starting at I (for CI fleets)");
   sub->add_flag("--strict-determinism", args->strict_determinism, "make DETERM differences fail the run");
+  sub->add_flag("--allow-incomplete", args->allow_incomplete,
+                "let INCOMPLETE clauses (too many declined cases, a shape class never judged) pass the run; they are still reported");
   sub->add_flag("--no-shrink", args->no_shrink, "save the first failing problem as found, without shrinking it (faster)");
   return {sub, [args] { return run(*args); }};
 }

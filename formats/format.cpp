@@ -162,6 +162,11 @@ double decode_bits(std::uint64_t bits, FormatId id) {
   return negative ? -magnitude : magnitude;
 }
 
+double gamma(double k, double u) {
+  const double ku = k * u;
+  return ku < 1 ? ku / (1 - ku) : std::numeric_limits<double>::infinity();
+}
+
 double ulp(double x, FormatId id) {
   const FormatInfo& f = format_info(id);
   if (!std::isfinite(x)) throw std::invalid_argument("ulp: value is not finite");

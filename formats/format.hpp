@@ -56,6 +56,12 @@ struct RoundingCell {
 };
 RoundingCell rounding_cell(double magnitude, const FormatInfo& format);
 
+// gamma_k = k u / (1 - k u), or infinity when k u >= 1: the relative error
+// bound of k successive roundings with unit roundoff u (Higham, Accuracy
+// and Stability of Numerical Algorithms, section 3.1). The one definition
+// the precision model and the fast reference share.
+double gamma(double k, double u);
+
 // Spacing of the format at x (x finite); see SPEC.md §3.
 double ulp(double x, FormatId id);
 // A monotone integer numbering of the format's finite values (+0 and -0 both

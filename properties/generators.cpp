@@ -1,47 +1,117 @@
-// Problem generators. Small shapes dominate (RapidCheck's size grows during
-// a run, and shrinking heads for 1s), but the draws include L = 1, S = 1,
-// d_k = 1, L != S both ways, d_v != d_k, GQA groups up to 8, S beyond the
-// built-in tile sizes, and S >= 1024 where the profile asks for it.
+// Problem generators. Every roll is drawn at RapidCheck's nominal size, so
+// the whole range is reached from the first case (RapidCheck's size would
+// otherwise scale every range down for most of a run), and every roll
+// shrinks towards its first value: the smallest shape, the feature off.
+// Shape classes (spec/SPEC.md section 7.4): small problems; tile-sized ones
+// whose lengths sit just below, at and above the 64-, 128- and 256-row and
+// key tiles real kernels use, or are odd, with head dimensions from those
+// kernels' specialisations; and, where the profile asks for it, long rows
+// of keys with few queries.
 #include "properties/generators.hpp"
 
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace attnspec {
-namespace {
 
-// An integer in [low, high] that shrinks towards 0 (RapidCheck's inRange
-// shrinks towards `low`), so counterexamples end with simple values. For the
-// same reason every optional feature is switched on by a roll's largest
-// value: shrinking the roll towards 0 switches the feature off.
 int draw_in(int low, int high) {
-  if (low >= 0) return *rc::gen::inRange(low, high + 1);
-  const int magnitude = *rc::gen::inRange(0, std::max(-low, high) + 1);
-  const bool negative = high <= 0 || *rc::gen::arbitrary<bool>();
+  const auto uniform = [](int a, int b) {
+    return static_cast<int>(*rc::gen::resize(rc::kNominalSize, rc::gen::inRange<std::int64_t>(a, std::int64_t{b} + 1)));
+  };
+  if (low >= 0) return uniform(low, high);
+  const int magnitude = uniform(0, std::max(-low, high));
+  const bool negative = high <= 0 || uniform(0, 1) == 1;
   return std::clamp(negative ? -magnitude : magnitude, low, high);
 }
 
-double draw_value(FormatId format, Distribution distribution) {
+namespace {
+
+// One of `choices`, shrinking towards the first.
+template <std::size_t N>
+int pick(const std::array<int, N>& choices) {
+  return choices[static_cast<std::size_t>(draw_in(0, static_cast<int>(N) - 1))];
+}
+
+// Lengths around the tiles of real kernels (64 and 128 query rows, 64 to
+// 176 keys; FlashAttention's tests add 113 and 203), smallest first.
+constexpr std::array kTileLengths = {63, 64, 65, 113, 127, 128, 129, 203, 255, 256, 257};
+// Head dimensions real kernels specialise for (FlashAttention: 32 to 256;
+// its tests add 59 and 111), smallest first.
+constexpr std::array kHeadDims = {32, 59, 64, 80, 96, 111, 128, 160, 192, 256};
+constexpr std::array kSmallHeadDims = {1, 2, 3, 4, 5, 8, 16};
+constexpr std::array kSmallValueDims = {1, 2, 3, 4, 7, 8};
+
+// A tile-class length: small, at a tile boundary, or any length up to 257
+// (odd ones included).
+int draw_tile_length() {
+  // Shrinks from the tile boundaries to any length (towards 9), then to a
+  // small one; all three drawn, for the reason given at draw_dims.
+  const int kind = draw_in(0, 3);
+  const int small = draw_in(1, 8), any = draw_in(9, 257), boundary = pick(kTileLengths);
+  return kind == 0 ? small : kind == 1 ? any : boundary;
+}
+
+// Where the integers behind a tensor come from. Up to kShrinkableDraws of
+// them are RapidCheck draws, so a small counterexample shrinks value by
+// value to simple numbers; a larger tensor comes from one drawn seed
+// through a fast generator, because a RapidCheck draw costs about a
+// microsecond and a tile-sized case holds hundreds of thousands of values
+// (once shrinking makes the shape small, its values shrink too).
+constexpr std::size_t kShrinkableDraws = 4096;
+
+class IntegerSource {
+ public:
+  explicit IntegerSource(std::size_t draws) : seeded_(draws > kShrinkableDraws) {
+    if (seeded_) state_ = static_cast<std::uint64_t>(draw_in(0, std::numeric_limits<int>::max()));
+  }
+  // As draw_in: uniform in [low, high].
+  int in(int low, int high) {
+    if (!seeded_) return draw_in(low, high);
+    const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(high) - low + 1);
+    return static_cast<int>(low + static_cast<std::int64_t>(next() % span));
+  }
+
+ private:
+  std::uint64_t next() {  // splitmix64
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  bool seeded_;
+  std::uint64_t state_ = 0;
+};
+
+double draw_value(IntegerSource& source, FormatId format, Distribution distribution) {
+  const auto in = [&](int low, int high) { return source.in(low, high); };
   double x = 0;
   switch (distribution) {
     case Distribution::small_integers:
-      x = std::ldexp(draw_in(-8, 8), draw_in(-2, 1));
+      x = std::ldexp(in(-8, 8), in(-2, 1));
       break;
     case Distribution::uniform:
-      x = draw_in(-128, 128) / 64.0;
+      x = in(-128, 128) / 64.0;
       break;
     case Distribution::normal:
     case Distribution::near_ties:
-      x = (draw_in(-64, 64) + draw_in(-64, 64) + draw_in(-64, 64)) / 64.0;
+      x = (in(-64, 64) + in(-64, 64) + in(-64, 64)) / 64.0;
       break;
     case Distribution::large:
-      x = std::ldexp(draw_in(-8, 8), draw_in(0, 3));
+      x = std::ldexp(in(-8, 8), in(0, 3));
+      break;
+    case Distribution::full_precision:
+      // 62 random bits in [-2, 2): every significand bit of the input
+      // format is used once rounded (float64 included).
+      x = std::ldexp(in(-(1 << 30), (1 << 30) - 1), -29) + std::ldexp(in(0, (1 << 30) - 1), -59);
       break;
     case Distribution::outliers:
-      x = (draw_in(-64, 64) + draw_in(-64, 64) + draw_in(-64, 64)) / 64.0;
-      if (*rc::gen::inRange(0, 1000) == 999) x += (draw_in(-64, 64) + draw_in(-64, 64) + draw_in(-64, 64)) / 6.4;
+      x = (in(-64, 64) + in(-64, 64) + in(-64, 64)) / 64.0;
+      if (in(0, 1000) == 1000) x += (in(-64, 64) + in(-64, 64) + in(-64, 64)) / 6.4;
       break;
   }
   return round_to_format(x, format);
@@ -57,67 +127,139 @@ Features no_features() {
 }
 
 Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features& features) {
+  // Every alternative is drawn and one is chosen, so the draws keep their
+  // positions whichever way a roll shrinks: RapidCheck replays a shrunk
+  // case's draws by position, and a branch that draws fewer would hand the
+  // later draws (and the values) other numbers, losing the failure.
   Dims d;
-  d.batch = draw_in(1, 2);
-  d.kv_heads = draw_in(1, 2);
-  const int group = features.gqa && caps.gqa ? *rc::gen::element(1, 1, 2, 3, 4, 8) : 1;
-  d.q_heads = d.kv_heads * group;
-  d.q_len = draw_in(1, 8);
-  // Mostly short; sometimes beyond a 32-key tile; in ci and full sometimes long.
-  // A roll that shrinks to 0, i.e. to short sequences: 8 in 11 short, 2
-  // beyond a tile, 1 long where allowed (else short).
-  const int roll = *rc::gen::inRange(0, 11);
+  // 0-3 small, 4-8 tile-sized, 9 long rows where the profile has them.
+  const int roll = draw_in(0, 9);
   const bool long_allowed = profile.long_sequences && features.long_sequences;
-  const int length_class = roll < 8 ? 0 : roll < 10 ? 1 : long_allowed ? 2 : 0;
-  d.kv_len = length_class == 0 ? draw_in(1, 8) : length_class == 1 ? draw_in(33, 80) : draw_in(1024, 1100);
-  if (length_class == 2) {  // keep the certified reference affordable
-    d.batch = 1;
-    d.q_len = draw_in(1, 3);
+  const ShapeClass shape = roll < 4 ? ShapeClass::small : roll < 9 || !long_allowed ? ShapeClass::tile : ShapeClass::long_rows;
+  const int group = std::array{1, 2, 3, 4, 8}[static_cast<std::size_t>(draw_in(0, 4))];
+  d.kv_heads = draw_in(1, 2);
+  d.q_heads = d.kv_heads * (features.gqa && caps.gqa ? group : 1);
+  const int small_batch = draw_in(1, 2), small_rows = draw_in(1, 8), small_keys = draw_in(1, 8);
+  const int tile_rows = draw_tile_length(), tile_keys = draw_tile_length();
+  const int long_rows = draw_in(1, 3), long_keys = draw_in(4096, 4200);
+  switch (shape) {
+    case ShapeClass::small:
+      d.batch = small_batch;
+      d.q_len = small_rows;
+      d.kv_len = small_keys;
+      break;
+    case ShapeClass::tile:
+      d.batch = 1;  // the tile dimensions make it large enough
+      d.q_len = tile_rows;
+      d.kv_len = tile_keys;
+      break;
+    case ShapeClass::long_rows:
+      d.batch = 1;
+      d.q_len = long_rows;
+      d.kv_len = long_keys;
+      break;
   }
-  d.d_k = *rc::gen::element(1, 2, 3, 4, 5, 8, 16);
-  d.d_v = features.dv_ne_dk && caps.dv_ne_dk ? *rc::gen::element(1, 2, 3, 4, 7, 8) : d.d_k;
-  // Within the kernel's declared size: fewer keys, then fewer rows.
-  const auto logits = [&] { return static_cast<std::size_t>(d.batch) * d.q_heads * d.q_len * d.kv_len; };
-  while (logits() > caps.max_elements && d.kv_len > 1) d.kv_len = std::max(1, d.kv_len / 2);
-  while (logits() > caps.max_elements && d.q_len > 1) d.q_len = std::max(1, d.q_len / 2);
-  while (logits() > caps.max_elements && d.batch > 1) --d.batch;
+  const bool wide_keys = draw_in(0, 1) == 1 && shape != ShapeClass::small;
+  const int wide_key_dim = pick(kHeadDims), small_key_dim = pick(kSmallHeadDims);
+  d.d_k = wide_keys ? wide_key_dim : small_key_dim;
+  const bool own_value_dim = draw_in(0, 1) == 1 && features.dv_ne_dk && caps.dv_ne_dk;
+  const bool wide_values = draw_in(0, 1) == 1 && shape != ShapeClass::small;
+  const int wide_value_dim = pick(kHeadDims), small_value_dim = pick(kSmallValueDims);
+  d.d_v = !own_value_dim ? d.d_k : wide_values ? wide_value_dim : small_value_dim;
+  // A tile-sized case keeps its lengths and head dimensions (they are
+  // what it is for) but not every head: past kCaseWork multiply-adds
+  // (B Hq L S (d_k + d_v)) heads go, then batch entries. Few kernels
+  // specialise on the head count, and the cost of a case would otherwise
+  // grow a hundredfold between a typical and the largest draw.
+  constexpr double kCaseWork = 1 << 23;
+  const auto work = [&] { return static_cast<double>(d.batch) * d.q_heads * d.q_len * d.kv_len * (d.d_k + d.d_v); };
+  while (work() > kCaseWork && d.q_heads > 1) {
+    if (d.q_heads > d.kv_heads) d.q_heads -= d.kv_heads;  // a smaller group
+    else d.q_heads = d.kv_heads = d.kv_heads - 1;
+  }
+  fit_to_limit(d, caps.max_elements);
   return d;
 }
 
+void fit_to_limit(Dims& d, std::size_t max_elements) {
+  // Within the kernel's declared size (B Hq L S logits): fewer keys, then
+  // fewer rows, batch entries and heads.
+  const auto logits = [&] { return static_cast<std::size_t>(d.batch) * d.q_heads * d.q_len * d.kv_len; };
+  while (logits() > max_elements && d.kv_len > 1) d.kv_len = std::max(1, d.kv_len / 2);
+  while (logits() > max_elements && d.q_len > 1) d.q_len = std::max(1, d.q_len / 2);
+  while (logits() > max_elements && d.batch > 1) --d.batch;
+  while (logits() > max_elements && d.q_heads > 1) {
+    d.q_heads = d.q_heads > d.kv_heads ? d.q_heads - d.kv_heads : d.q_heads - 1;
+    d.kv_heads = std::min(d.kv_heads, d.q_heads);
+    while (d.q_heads % d.kv_heads != 0) --d.kv_heads;
+  }
+}
+
 Distribution draw_distribution() {
-  return *rc::gen::element(Distribution::small_integers, Distribution::uniform, Distribution::normal,
-                           Distribution::large, Distribution::outliers, Distribution::near_ties);
+  // Full-precision values twice as often as each other law: they are what
+  // tells a kernel that narrows its inputs from one that does not.
+  constexpr std::array kLaws = {Distribution::small_integers, Distribution::full_precision, Distribution::uniform,
+                                Distribution::normal,         Distribution::full_precision, Distribution::large,
+                                Distribution::outliers,       Distribution::near_ties};
+  return kLaws[static_cast<std::size_t>(draw_in(0, static_cast<int>(kLaws.size()) - 1))];
 }
 
 std::vector<double> draw_values(std::size_t count, FormatId format, Distribution distribution) {
+  IntegerSource source(count);
   std::vector<double> values(count);
-  for (double& x : values) x = draw_value(format, distribution);
+  for (double& x : values) x = draw_value(source, format, distribution);
   return values;
 }
 
-void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
+namespace {
+
+// The mask's rolls, drawn before the tensors so that a shrink of the shape
+// (which changes how many values the tensors draw) leaves them in place.
+struct MaskPlan {
+  int kind = 0;  // none, bool, additive
+  bool full_shape = false;
+  bool padding = false;
+  int padded = 0;  // first padded key, when padding
+};
+
+MaskPlan draw_mask_plan(const Dims& d, const Capabilities& caps, const Features& features) {
+  MaskPlan plan;
   const bool can_bool = features.bool_mask && caps.bool_mask;
   const bool can_additive = features.additive_mask && caps.additive_mask;
-  const int kind = *rc::gen::element(0, 1, 2);  // none, bool, additive
-  if ((kind == 1 && !can_bool) || (kind == 2 && !can_additive) || kind == 0) return;
-  p.mask_kind = kind == 1 ? MaskKind::boolean : MaskKind::additive;
-  const bool full_shape = *rc::gen::arbitrary<bool>();
-  p.mask_batch = full_shape ? p.dims.batch : 1;
-  p.mask_heads = full_shape ? p.dims.q_heads : 1;
+  plan.kind = draw_in(0, 2);
+  if ((plan.kind == 1 && !can_bool) || (plan.kind == 2 && !can_additive)) plan.kind = 0;
+  if (plan.kind == 0) return plan;
+  plan.full_shape = draw_in(0, 1) == 1;
+  plan.padding = draw_in(0, 1) == 1;
+  plan.padded = plan.padding ? draw_in(0, d.kv_len - 1) : d.kv_len;
+  return plan;
+}
+
+void fill_mask(Problem& p, const MaskPlan& plan, const Features& features) {
+  if (plan.kind == 0) return;
+  p.mask_kind = plan.kind == 1 ? MaskKind::boolean : MaskKind::additive;
+  p.mask_batch = plan.full_shape ? p.dims.batch : 1;
+  p.mask_heads = plan.full_shape ? p.dims.q_heads : 1;
   const std::size_t rows = static_cast<std::size_t>(p.mask_batch) * p.mask_heads * p.dims.q_len;
   const auto S = static_cast<std::size_t>(p.dims.kv_len);
-  p.mask.assign(rows * S, kind == 1 ? 1.0 : 0.0);
-  const bool padding = *rc::gen::arbitrary<bool>();
-  const std::size_t padded = padding ? static_cast<std::size_t>(draw_in(0, p.dims.kv_len - 1)) : S;
+  p.mask.assign(rows * S, plan.kind == 1 ? 1.0 : 0.0);
+  const auto padded = static_cast<std::size_t>(plan.padded);
+  IntegerSource source(rows * S);
   for (std::size_t row = 0; row < rows; ++row) {
-    const bool fully_masked = features.fully_masked_rows && *rc::gen::inRange(0, 8) == 7;
+    const bool fully_masked = features.fully_masked_rows && source.in(0, 7) == 7;
     for (std::size_t j = 0; j < S; ++j) {
-      const bool blocked = fully_masked || j >= padded || (!padding && *rc::gen::inRange(0, 4) == 3);
+      const bool blocked = fully_masked || j >= padded || (!plan.padding && source.in(0, 3) == 3);
       double& m = p.mask[row * S + j];
-      if (kind == 1) m = blocked ? 0.0 : 1.0;
-      else m = blocked ? -INFINITY : std::ldexp(draw_in(-8, 8), draw_in(-3, 0));
+      if (plan.kind == 1) m = blocked ? 0.0 : 1.0;
+      else m = blocked ? -INFINITY : std::ldexp(source.in(-8, 8), source.in(-3, 0));
     }
   }
+}
+
+}  // namespace
+
+void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
+  fill_mask(p, draw_mask_plan(p.dims, caps, features), features);
 }
 
 Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
@@ -127,7 +269,16 @@ Problem draw_problem(const Kernel& kernel, const Profile& profile, const Feature
   Problem p;
   p.dims = draw_dims(caps, profile, features);
   if (adjust) adjust(p.dims);
+  // Every roll before the tensors: shrinking the shape changes how many
+  // draws the tensors take, and rolls drawn after them would move.
   const Distribution distribution = draw_distribution();
+  const MaskPlan mask = draw_mask_plan(p.dims, caps, features);
+  if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) && draw_in(0, 2) == 2)
+    p.causal = caps.causal_top_left && (!caps.causal_bottom_right || draw_in(0, 1) == 1) ? Causal::top_left
+                                                                                          : Causal::bottom_right;
+  if (features.explicit_scale && caps.explicit_scale && draw_in(0, 2) == 2)
+    p.scale = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
+  if (features.softcap && caps.softcap && draw_in(0, 3) == 3) p.softcap = draw_in(1, 30);
   const Dims& d = p.dims;
   const auto B = static_cast<std::size_t>(d.batch), S = static_cast<std::size_t>(d.kv_len);
   p.q = draw_values(p.rows() * d.d_k, format, distribution);
@@ -135,21 +286,16 @@ Problem draw_problem(const Kernel& kernel, const Profile& profile, const Feature
     // Few distinct keys, each repeated and nudged: logits that nearly tie.
     const std::vector<double> base = draw_values(2 * static_cast<std::size_t>(d.d_k), format, Distribution::small_integers);
     p.k.resize(B * d.kv_heads * S * d.d_k);
+    IntegerSource source(p.k.size());
     for (std::size_t i = 0; i < p.k.size(); ++i) {
       const std::size_t key = i / d.d_k, t = i % d.d_k;
-      p.k[i] = round_to_format(base[(key % 2) * d.d_k + t] + std::ldexp(draw_in(-1, 1), -10), format);
+      p.k[i] = round_to_format(base[(key % 2) * d.d_k + t] + std::ldexp(source.in(-1, 1), -10), format);
     }
   } else {
     p.k = draw_values(B * d.kv_heads * S * d.d_k, format, distribution);
   }
   p.v = draw_values(B * d.kv_heads * S * d.d_v, format, distribution);
-  draw_mask(p, caps, features);
-  if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) && *rc::gen::inRange(0, 3) == 2)
-    p.causal = caps.causal_top_left && (!caps.causal_bottom_right || *rc::gen::arbitrary<bool>()) ? Causal::top_left
-                                                                                                   : Causal::bottom_right;
-  if (features.explicit_scale && caps.explicit_scale && *rc::gen::inRange(0, 3) == 2)
-    p.scale = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
-  if (features.softcap && caps.softcap && *rc::gen::inRange(0, 4) == 3) p.softcap = draw_in(1, 30);
+  fill_mask(p, mask, features);
   return p;
 }
 

@@ -1,11 +1,12 @@
-// RapidCheck generators of attention problems: shapes first, then tensors,
-// masks and options, limited to what the kernel declares it supports. Values
-// are built from integers (k * 2^e and friends) so that failures shrink to
-// simple numbers. These functions draw with `*gen` and so must be called
-// inside a property body.
+// RapidCheck generators of attention problems: shapes first (so shrinking
+// reduces shapes before values), then tensors, masks and options, limited
+// to what the kernel declares it supports. Values are built from integers
+// (k * 2^e and friends) so that failures shrink to simple numbers. These
+// functions draw with `*gen` and so must be called inside a property body.
 #pragma once
 
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "adapters/kernel.hpp"
@@ -21,7 +22,14 @@ enum class Distribution {
   large,           // k * 2^e with e up to 3: logits in the hundreds
   outliers,        // FlashAttention-3: normal plus, rarely, N(0, 100)
   near_ties,       // few distinct keys, perturbed by 2^-10
+  full_precision,  // 62 random bits in [-2, 2), rounded to the input format: all its significand bits used
 };
+
+// An integer in [low, high], uniform whatever RapidCheck's size (every
+// range is reached from the first case), shrinking towards 0 (towards
+// `low` when low > 0). Every optional feature is switched on by a roll's
+// largest value, so shrinking the roll switches it off.
+int draw_in(int low, int high);
 
 // Which features a generated problem may use; each is further limited to
 // what the kernel's capabilities allow.
@@ -34,12 +42,14 @@ struct Features {
   bool gqa = true;
   bool dv_ne_dk = true;
   bool fully_masked_rows = true;
-  bool long_sequences = true;  // S >= 1024 in profiles that allow it
+  bool long_sequences = true;  // the long-rows class in profiles that allow it
 };
 
 Features no_features();  // everything off: plain unmasked attention
 
 Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features& features);
+// Shrinks d until B Hq L S <= max_elements: keys, then rows, batch, heads.
+void fit_to_limit(Dims& d, std::size_t max_elements);
 Distribution draw_distribution();
 std::vector<double> draw_values(std::size_t count, FormatId format, Distribution distribution);
 // A complete problem: shape, tensors, then mask, causal, scale and softcap.

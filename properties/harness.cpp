@@ -18,17 +18,11 @@
 #include <sstream>
 
 #include "cases/io/printable.hpp"
+#include "reference/fast_reference.hpp"
 #include "spec/precision_model.hpp"
 
 namespace attnspec {
 namespace {
-
-class SilentListener final : public rc::detail::TestListener {
- public:
-  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-};
 
 // RapidCheck prints its configuration to stderr the first time it loads
 // it; load it once with stderr pointed at /dev/null.
@@ -62,7 +56,7 @@ std::string number(double x) {
 
 }  // namespace
 
-Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows) {
+Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, ReferencePath path) {
   Evaluation e;
   e.got = kernel.run(p);
   if (e.got.out.size() != p.out_size())
@@ -82,20 +76,73 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows) {
       if (!e.got.lse.empty()) e.got.lse[row] = -INFINITY;
     }
   }
-  e.ref = certified_attention(p);
-  const FormatClass formats{kernel.formats().accumulate, kernel.formats().output};
   const auto S = static_cast<std::size_t>(p.dims.kv_len), dv = static_cast<std::size_t>(p.dims.d_v);
+  e.ref.out.resize(p.out_size());
+  e.ref.lse.resize(p.rows());
+  e.ref.weights.resize(p.weights_size());
+  e.ref_error.assign(p.out_size(), 0.0);
+  e.ref_lse_error.assign(p.rows(), 0.0);
   e.bound.resize(p.out_size());
   e.scale.resize(p.out_size());
   e.lse_bound.resize(p.rows());
+  const FormatClass formats{kernel.formats().accumulate, kernel.formats().output};
+  const bool judge_lse = kernel.capabilities().lse;
+  const auto offset = [](std::size_t i) { return static_cast<std::ptrdiff_t>(i); };
   for (std::size_t row = 0; row < p.rows(); ++row) {
-    const RowBound b = precision_bound(p, p.row_index(row), formats, std::span(e.ref.weights).subspan(row * S, S),
-                                       std::span(e.ref.out).subspan(row * dv, dv), e.ref.lse[row]);
-    std::copy(b.out.begin(), b.out.end(), e.bound.begin() + static_cast<std::ptrdiff_t>(row * dv));
-    std::copy(b.scale.begin(), b.scale.end(), e.scale.begin() + static_cast<std::ptrdiff_t>(row * dv));
-    e.lse_bound[row] = b.lse;
+    const RowIndex r = p.row_index(row);
+    const auto take_bound = [&] {
+      const RowBound b = precision_bound(p, r, formats, std::span(e.ref.weights).subspan(row * S, S),
+                                         std::span(e.ref.out).subspan(row * dv, dv), e.ref.lse[row]);
+      std::copy(b.out.begin(), b.out.end(), e.bound.begin() + offset(row * dv));
+      std::copy(b.scale.begin(), b.scale.end(), e.scale.begin() + offset(row * dv));
+      e.lse_bound[row] = b.lse;
+    };
+    const auto take_exact = [&] {
+      ReferenceOptions options;
+      const RowResult exact = certified_row(p, r, options);
+      std::copy(exact.out.begin(), exact.out.end(), e.ref.out.begin() + offset(row * dv));
+      std::copy(exact.weights.begin(), exact.weights.end(), e.ref.weights.begin() + offset(row * S));
+      std::fill_n(e.ref_error.begin() + offset(row * dv), dv, 0.0);
+      e.ref.lse[row] = exact.lse;
+      e.ref_lse_error[row] = 0;
+      ++e.escalated_rows;
+      take_bound();
+    };
+    if (path == ReferencePath::multiprecision) {
+      take_exact();
+      continue;
+    }
+    const FastRow fast = enclosed_row(p, r);
+    std::copy(fast.out_double.begin(), fast.out_double.end(), e.ref.out.begin() + offset(row * dv));
+    std::copy(fast.weights.begin(), fast.weights.end(), e.ref.weights.begin() + offset(row * S));
+    e.ref.lse[row] = fast.lse;
+    take_bound();
+    // Rows from the exact path already (non-finite inputs, large error
+    // terms) and rows with no visible key (exact zeros) are settled.
+    if (fast.escalated) ++e.escalated_rows;
+    if (fast.escalated || fast.lse == -INFINITY) continue;
+    std::copy(fast.out_error.begin(), fast.out_error.end(), e.ref_error.begin() + offset(row * dv));
+    e.ref_lse_error[row] = fast.lse_error;
+    // Settle the verdicts the enclosure leaves open with the exact path.
+    // (NaN results are exact: NANPROP judges them.)
+    bool open = judge_lse && !std::isnan(fast.lse) &&
+                !within_bound(e.got.lse[row], fast.lse, fast.lse_error, e.lse_bound[row]);
+    for (std::size_t t = 0; t < dv && !open; ++t) {
+      const std::size_t i = row * dv + t;
+      open = !std::isnan(e.ref.out[i]) && !within_bound(e.got.out[i], e.ref.out[i], e.ref_error[i], e.bound[i]);
+    }
+    if (open) take_exact();
   }
   return e;
+}
+
+std::optional<bool> within_bound(double got, double reference, double reference_error, double bound) {
+  if (!std::isfinite(reference) || reference_error == 0) return std::fabs(got - reference) <= bound;
+  const double error = std::fabs(got - reference);
+  if (!(error == error)) return false;  // NaN: outside any bound
+  if (error + reference_error <= bound) return true;
+  if (error - reference_error > bound) return false;
+  return std::nullopt;
 }
 
 void ErrorStats::add(double error, double bound, double scale, double u_out) {
@@ -125,7 +172,7 @@ std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, E
     if (std::isnan(want)) continue;  // NaN semantics are NANPROP's
     const double error = std::fabs(got - want);
     stats.add(error, e.bound[i], e.scale[i], u_out);
-    if (!(error <= e.bound[i]))
+    if (!within_bound(got, want, e.ref_error[i], e.bound[i]).value_or(false))
       return element_name(p, i) + " is " + number(got) + ", the certified reference " + number(want) +
              ": error " + number(error) + " exceeds the bound " + number(e.bound[i]);
   }
@@ -172,7 +219,8 @@ std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats
   for (std::size_t row = 0; row < p.rows(); ++row) {
     const double got = e.got.lse[row], want = e.ref.lse[row];
     if (std::isnan(want)) continue;
-    if (want == -INFINITY ? got != -INFINITY : !(std::fabs(got - want) <= e.lse_bound[row]))
+    if (want == -INFINITY ? got != -INFINITY
+                          : !within_bound(got, want, e.ref_lse_error[row], e.lse_bound[row]).value_or(false))
       return "lse of row " + std::to_string(row) + " is " + number(got) + ", the reference " + number(want) +
              ", bound " + number(e.lse_bound[row]);
   }
@@ -185,6 +233,29 @@ std::vector<std::size_t> same_index(std::size_t n) {
   return index;
 }
 
+namespace {
+
+// Thrown from the listener once the shrink budget is spent: it ends
+// RapidCheck's search at once, whatever the size of the shrink tree left.
+struct ShrinkBudgetSpent {};
+
+class ShrinkListener final : public rc::detail::TestListener {
+ public:
+  explicit ShrinkListener(const std::function<bool()>& spent) : spent_(spent) {}
+  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {
+    if (spent_()) throw ShrinkBudgetSpent{};
+  }
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+
+ private:
+  std::function<bool()> spent_;
+};
+
+}  // namespace
+
+NothingChecked::NothingChecked(const std::string& why) : std::runtime_error(why) {}
+
 ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   constexpr int kFaultsBeforeGivingUp = 20;
   load_rapidcheck_quietly();
@@ -192,8 +263,7 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   ErrorStats stats;
   std::optional<Problem> last_failure;
   std::string last_message;
-  int undecidable = 0;
-  int declined = 0;
+  int undecidable = 0, nothing_checked = 0;
   std::string first_declined;
   int faulted = 0, judged = 0;
   const auto gave_up_on_faults = [&] { return faulted >= kFaultsBeforeGivingUp && faulted > judged; };
@@ -205,88 +275,133 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   params.maxSize = context.profile.max_size;
   params.disableShrinking = !context.shrink;
   rc::detail::TestMetadata metadata;
-  SilentListener listener;
-  // Shrinking stops after a time budget: past it every candidate counts as
-  // passing, so RapidCheck settles on the smallest failure found so far.
+  // Shrinking stops when its time budget is spent: the listener ends the
+  // search, and the smallest failure found so far is the counterexample.
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> first_failure;
   const auto shrink_budget = std::chrono::seconds(10);
-  const rc::detail::TestResult result = rc::detail::checkTestable(
-      [&] {
-        if (first_failure && Clock::now() - *first_failure > shrink_budget) return;
-        // A kernel whose machinery fails more often than not (an adapter
-        // that crashes on every case) is not tried a thousand times.
-        if (gave_up_on_faults()) RC_DISCARD("stopped: most cases were lost to kernel faults");
-        Problem drawn;
-        std::string failure;
-        try {
-          failure = body(drawn, stats);
-        } catch (const rc::GenerationFailure&) {
-          throw;
-        } catch (const KernelUnsupported& e) {
-          // The kernel turned this problem down (spec/SPEC.md section 8):
-          // counted and reported, neither a pass nor a failure.
-          if (declined++ == 0) first_declined = printable(e.what());
-          RC_DISCARD("the kernel declined this case");
-        } catch (const KernelFault& e) {
-          // Lost to the kernel's machinery (an adapter crash, hang or
-          // protocol break): counted, and the clause fails for it at the
-          // end, but its other cases are still judged.
-          if (faulted++ == 0) {
-            first_fault = printable(e.what(), 2000);
-            first_faulted_problem = drawn;
-          }
-          RC_DISCARD("the kernel's machinery failed on this case");
-        } catch (const ReferenceError&) {
-          // The reference cannot judge this case (a result within 2^-40000
-          // of a rounding boundary, SPEC.md section 5): neither pass nor fail.
-          ++undecidable;
-          RC_DISCARD("the certified reference could not decide this case");
-        } catch (const std::exception& e) {
-          failure = std::string("exception: ") + printable(e.what(), 2000);
-        }
-        ++judged;
-        if (!failure.empty()) {
-          if (!first_failure) first_failure = Clock::now();
-          last_failure = drawn;
-          last_message = failure;
-          RC_FAIL(failure);
-        }
-      },
-      metadata, params, listener);
+  const auto budget_spent = [&] { return first_failure && Clock::now() - *first_failure > shrink_budget; };
+  ShrinkListener listener(budget_spent);
+  const auto testable = [&] {
+    if (budget_spent()) return;
+    // A kernel whose machinery fails more often than not (an adapter
+    // that crashes on every case) is not tried a thousand times.
+    if (gave_up_on_faults()) RC_DISCARD("stopped: most cases were lost to kernel faults");
+    Problem drawn;
+    std::string failure;
+    try {
+      failure = body(drawn, stats);
+    } catch (const rc::GenerationFailure&) {
+      throw;
+    } catch (const KernelUnsupported& e) {
+      // The kernel turned this problem down (spec/SPEC.md section 8):
+      // counted and reported; too many make the clause INCOMPLETE.
+      if (!first_failure && outcome.declined++ == 0) first_declined = printable(e.what());
+      RC_DISCARD("the kernel declined this case");
+    } catch (const KernelFault& e) {
+      // Lost to the kernel's machinery (an adapter crash, hang or
+      // protocol break): counted, and the clause fails for it at the
+      // end, but its other cases are still judged.
+      if (faulted++ == 0) {
+        first_fault = printable(e.what(), 2000);
+        first_faulted_problem = drawn;
+      }
+      RC_DISCARD("the kernel's machinery failed on this case");
+    } catch (const ReferenceError&) {
+      // The reference cannot judge this case (a result within 2^-40000
+      // of a rounding boundary, SPEC.md section 5): neither pass nor fail.
+      if (!first_failure) ++undecidable;
+      RC_DISCARD("the certified reference could not decide this case");
+    } catch (const NothingChecked&) {
+      if (!first_failure) ++nothing_checked;
+      RC_DISCARD("the drawn case left nothing to check");
+    } catch (const std::exception& e) {
+      failure = std::string("exception: ") + printable(e.what(), 2000);
+    }
+    if (!first_failure) {
+      ++judged;
+      ++outcome.judged_by_shape[static_cast<std::size_t>(classify_shape(drawn.dims))];
+    }
+    if (!failure.empty()) {
+      if (!first_failure) first_failure = Clock::now();
+      last_failure = drawn;
+      last_message = failure;
+      RC_FAIL(failure);
+    }
+  };
+  std::optional<rc::detail::TestResult> result;
+  try {
+    result = rc::detail::checkTestable(testable, metadata, params, listener);
+  } catch (const ShrinkBudgetSpent&) {
+    // Ended during shrinking: the failure stands, with the smallest
+    // problem found within the budget.
+  }
 
   rc::detail::SuccessResult success;
   rc::detail::FailureResult failure;
   rc::detail::GaveUpResult gave_up;
   rc::detail::Error error;
-  if (result.match(success)) {
+  if (!result) {
+    outcome.status = Status::fail;
+    outcome.cases = judged;
+    outcome.counterexample = last_failure;
+    outcome.reason = last_message + " (shrinking stopped after " + std::to_string(shrink_budget.count()) + " s)";
+  } else if (result->match(success)) {
     outcome.status = Status::pass;
     outcome.cases = success.numSuccess;
-  } else if (result.match(failure)) {
+  } else if (result->match(failure)) {
     outcome.status = Status::fail;
     outcome.cases = failure.numSuccess + 1;
     outcome.counterexample = last_failure;
     outcome.reason = last_message;
-  } else if (result.match(gave_up)) {
+  } else if (result->match(gave_up)) {
     outcome.cases = gave_up.numSuccess;
     if (gave_up_on_faults()) {
       outcome.status = Status::pass;  // what was judged passed; the faults below fail the clause
-    } else if (gave_up.numSuccess == 0 && declined > 0) {
-      outcome.status = Status::skip;
-      outcome.reason = "the kernel declined every case (" + std::to_string(declined) + "): " + first_declined;
+    } else if (gave_up.numSuccess == 0 && outcome.declined > 0) {
+      outcome.status = Status::incomplete;
+      outcome.reason = "the kernel declined every case (" + std::to_string(outcome.declined) + "): " + first_declined;
     } else {
-      outcome.status = Status::fail;
+      outcome.status = Status::incomplete;
       outcome.reason = "gave up: " + gave_up.description;
     }
-  } else if (result.match(error)) {
+  } else if (result->match(error)) {
     outcome.status = Status::fail;
     outcome.reason = "RapidCheck error: " + error.description;
   }
-  if (undecidable > 0 && outcome.reason.empty())
-    outcome.reason = std::to_string(undecidable) + " generated case(s) discarded: the certified reference could not decide them";
-  if (declined > 0 && outcome.status != Status::skip) {
+  outcome.discarded = undecidable + nothing_checked;
+  outcome.size_limit = context.kernel.capabilities().max_elements < kMaxTensorElements
+                           ? context.kernel.capabilities().max_elements
+                           : 0;
+  const auto note = [&](const std::string& text) {
     if (!outcome.reason.empty()) outcome.reason += "; ";
-    outcome.reason += std::to_string(declined) + " case(s) declined by the kernel (first: " + first_declined + ")";
+    outcome.reason += text;
+  };
+  if (undecidable > 0)
+    note(std::to_string(undecidable) + " generated case(s) discarded: the certified reference could not decide them");
+  if (nothing_checked > 0) note(std::to_string(nothing_checked) + " generated case(s) discarded: nothing to check");
+  if (outcome.declined > 0 && outcome.cases > 0)
+    note(std::to_string(outcome.declined) + " case(s) declined by the kernel (first: " + first_declined + ")");
+  if (outcome.status == Status::pass) {
+    // Incomplete is not PASS: too many declines, or a shape class the
+    // profile draws that no judged case belonged to.
+    std::string missing;
+    if (outcome.declined_share() > kMaxDeclinedShare) {
+      char share[64];
+      std::snprintf(share, sizeof share, "%.0f%%", 100 * outcome.declined_share());
+      missing = std::string("the kernel declined ") + share + " of the cases (more than " +
+                std::to_string(static_cast<int>(100 * kMaxDeclinedShare)) + "%)";
+    }
+    for (const ShapeClass shape : context.expected_shapes)
+      if (outcome.judged_by_shape[static_cast<std::size_t>(shape)] == 0) {
+        if (!missing.empty()) missing += "; ";
+        missing += "no " + std::string(to_string(shape)) + " case was judged";
+        if (outcome.size_limit) missing += " (the kernel's max_elements is " + std::to_string(outcome.size_limit) + ")";
+      }
+    if (!missing.empty()) {
+      outcome.status = Status::incomplete;
+      outcome.reason = missing + (outcome.reason.empty() ? "" : "; " + outcome.reason);
+    }
   }
   if (faulted > 0) {
     // Never a pass: the lost cases were not judged. Their count, the first
@@ -297,7 +412,7 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
       outcome.reason += "; " + lost;
       if (!outcome.counterexample) outcome.counterexample = first_faulted_problem;
     } else {
-      const bool none_judged = outcome.status == Status::skip || outcome.cases == 0;
+      const bool none_judged = outcome.cases == 0;
       outcome.status = Status::fail;
       outcome.reason = lost + "; the other " + std::to_string(outcome.cases) + " case(s) " +
                        (none_judged ? "were not judged" : "passed") + (outcome.reason.empty() ? "" : "; " + outcome.reason);

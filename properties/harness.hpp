@@ -6,7 +6,9 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,12 +18,21 @@
 namespace attnspec {
 
 // One kernel run with its reference and bounds.
+// The reference is the fast path's enclosure (reference/fast_reference.hpp):
+// each exact output lies within ref_error of ref.out, each exact lse within
+// ref_lse_error of ref.lse. Where an enclosure is too wide to tell whether
+// the kernel's value is within its bound, `evaluate` takes that row from
+// the multiprecision reference (correctly rounded float64, error 0 here:
+// the bound already allows for its half ulp), so every verdict is decided.
 struct Evaluation {
   KernelResult got;
-  ReferenceResult ref;        // certified, float64, with weights
+  ReferenceResult ref;        // float64 approximations of the exact results, with weights
+  std::vector<double> ref_error;      // |ref.out - exact| <= ref_error, per output
+  std::vector<double> ref_lse_error;  // |ref.lse - exact| <= ref_lse_error, per row
   std::vector<double> bound;  // B_t per output element
   std::vector<double> scale;  // |P||V| per output element
   std::vector<double> lse_bound;
+  std::size_t escalated_rows = 0;  // rows settled by the multiprecision reference
 };
 
 // Which rows with no visible key are judged: all of them (`attnspec check`,
@@ -31,8 +42,16 @@ struct Evaluation {
 enum class FullyMaskedRows { as_declared, judged };
 
 // Runs the kernel (throws std::runtime_error if its output has the wrong
-// size) and the reference, and computes the bounds.
-Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows = FullyMaskedRows::as_declared);
+// size) and the reference, and computes the bounds. ReferencePath::
+// multiprecision takes every row from the multiprecision path (for the
+// test that both paths give the same verdicts).
+enum class ReferencePath { fast, multiprecision };
+Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows = FullyMaskedRows::as_declared,
+                    ReferencePath path = ReferencePath::fast);
+
+// Whether |got - exact| <= bound, where exact is known only to lie within
+// reference_error of reference: nullopt when the enclosure cannot tell.
+std::optional<bool> within_bound(double got, double reference, double reference_error, double bound);
 
 // The element that used the largest fraction of its bound, with its error
 // and bound in units of u_out * |P||V| (SPEC 6.7). Reporting the largest
@@ -72,11 +91,19 @@ std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats
 std::vector<std::size_t> same_index(std::size_t n);
 
 // A property body draws its problem into `drawn` (with *gen) and returns ""
-// or a failure description.
+// or a failure description. A body that finds nothing to check in the
+// drawn problem throws NothingChecked: the case is discarded, not passed.
+class NothingChecked : public std::runtime_error {
+ public:
+  explicit NothingChecked(const std::string& why);
+};
 using PropertyBody = std::function<std::string(Problem& drawn, ErrorStats& stats)>;
 
 // Runs the body for the profile's number of cases, shrinks the first
-// failure, and reports the shrunk problem as the counterexample.
+// failure (within a time budget), and reports the shrunk problem as the
+// counterexample. A passing clause is INCOMPLETE when the kernel declined
+// more than kMaxDeclinedShare of the cases or no judged case belonged to
+// one of context.expected_shapes.
 ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body);
 
 // "row (b, h, i) column t" for messages.

@@ -3,10 +3,12 @@
 // property (properties/registry.cpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "adapters/kernel.hpp"
 #include "formats/format.hpp"
@@ -17,15 +19,36 @@ namespace attnspec {
 struct Profile {
   std::string_view name;
   int cases;              // generated problems per clause
-  int max_size;           // RapidCheck's size bound: shapes grow with it
-  bool long_sequences;    // include S >= 1024
+  int max_size;           // RapidCheck's size bound (the generators draw at nominal size whatever it is)
+  bool long_sequences;    // include the long-rows shape class
 };
+
+// The shape classes of spec/SPEC.md section 7.4 (properties/generators.hpp
+// draws them). A clause that judged no case of a class its profile draws
+// is INCOMPLETE.
+enum class ShapeClass {
+  small,      // L, S <= 8 and d_k, d_v <= 16
+  tile,       // L or S in 9..257 or a head dimension above 16
+  long_rows,  // S >= 1024
+};
+inline constexpr int kShapeClasses = 3;
+std::string_view to_string(ShapeClass shape);  // "small", "tile", "long"
+ShapeClass classify_shape(const Dims& d);
+
+// A kernel that declares max_elements below this many logits (B Hq L S,
+// one 64 x 64 tile) is refused: too little of the suite could judge it.
+inline constexpr std::uint64_t kMinMaxElements = 4096;
+
+// More than this share of declined cases makes a clause INCOMPLETE.
+inline constexpr double kMaxDeclinedShare = 0.10;
 
 // quick, ci or full; nullptr for an unknown name.
 const Profile* find_profile(std::string_view name);
 std::string_view profile_names();  // "quick|ci|full"
 
-enum class Status { pass, fail, skip };
+// INCOMPLETE: what was judged passed, but too much was not judged (spec/
+// SPEC.md section 8); it fails the run unless the user allows it.
+enum class Status { pass, fail, skip, incomplete };
 std::string_view to_string(Status status);
 
 struct ClauseOutcome {
@@ -36,6 +59,15 @@ struct ClauseOutcome {
   std::optional<double> bound_used;   // largest error / bound over all checked elements
   std::optional<Problem> counterexample;  // shrunk; inputs representable in the kernel's input format
   std::string reason;                 // why it failed or was skipped; informative notes
+  // What was and was not judged (spec/SPEC.md section 8).
+  int declined = 0;                   // cases the kernel turned down
+  int discarded = 0;                  // cases neither judged nor declined (undecidable, nothing to check)
+  std::array<int, kShapeClasses> judged_by_shape{};  // judged cases per ShapeClass, before any failure
+  std::uint64_t size_limit = 0;       // the kernel's max_elements in force; 0: none below attnspec's own
+  double declined_share() const {
+    const int drawn = cases + declined;
+    return drawn > 0 ? static_cast<double>(declined) / drawn : 0.0;
+  }
 };
 
 struct PropertyContext {
@@ -43,7 +75,12 @@ struct PropertyContext {
   const Profile& profile;
   std::uint64_t seed;
   bool shrink = true;  // off: report the first failing problem as found
+  // The shape classes this clause must judge at least one case of: the
+  // profile's (expected_shapes_of); a clause that draws fewer narrows it.
+  std::vector<ShapeClass> expected_shapes;
 };
+
+std::vector<ShapeClass> expected_shapes_of(const Profile& profile);
 
 using PropertyFunction = ClauseOutcome (*)(PropertyContext& context);
 

@@ -64,11 +64,16 @@ std::string shell_word(const std::string& word) {
   return quoted + "'";
 }
 
+bool counts_as_failure(const ClauseReport& r, bool strict_determinism, bool allow_incomplete) {
+  if (r.outcome.status == Status::fail) return !r.informative || strict_determinism;
+  return r.outcome.status == Status::incomplete && !allow_incomplete && !r.informative;
+}
+
 }  // namespace
 
 bool RunReport::failed() const {
   for (const ClauseReport& r : results)
-    if (r.outcome.status == Status::fail && (!r.informative || strict_determinism)) return true;
+    if (counts_as_failure(r, strict_determinism, allow_incomplete)) return true;
   return false;
 }
 
@@ -82,6 +87,7 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
   report.profile = std::string(profile.name);
   report.seed = options.seed;
   report.strict_determinism = options.strict_determinism;
+  report.allow_incomplete = options.allow_incomplete;
   const std::string dtype(format_info(kernel.formats().input).name);
   std::size_t position = 0;
   for (const Clause& clause : clause_table()) {
@@ -101,7 +107,8 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       r.outcome.status = Status::skip;
       r.outcome.reason = lacking;
     } else {
-      PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id), options.shrink};
+      PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id), options.shrink,
+                              expected_shapes_of(profile)};
       // A property that lets an exception out (a kernel failing outside the
       // harness's loop) fails its own clause; the run goes on.
       try {
@@ -140,6 +147,7 @@ RunReport unavailable_report(std::string_view kernel_name, const KernelPlatform&
   report.profile = std::string((options.profile ? *options.profile : *find_profile("quick")).name);
   report.seed = options.seed;
   report.strict_determinism = options.strict_determinism;
+  report.allow_incomplete = options.allow_incomplete;
   report.platform = platform;
   return report;
 }
@@ -205,6 +213,13 @@ nlohmann::json report_json(const RunReport& report) {
                        {"bound_used", r.outcome.bound_used ? nlohmann::json(*r.outcome.bound_used) : nlohmann::json()},
                        {"counterexample", r.counterexample_dir.empty() ? nlohmann::json() : nlohmann::json(r.counterexample_dir)},
                        {"reason", r.outcome.reason},
+                       {"declined", r.outcome.declined},
+                       {"declined_share", r.outcome.declined_share()},
+                       {"discarded", r.outcome.discarded},
+                       {"judged_by_shape", {{"small", r.outcome.judged_by_shape[0]},
+                                            {"tile", r.outcome.judged_by_shape[1]},
+                                            {"long", r.outcome.judged_by_shape[2]}}},
+                       {"size_limit", r.outcome.size_limit ? nlohmann::json(r.outcome.size_limit) : nlohmann::json()},
                        {"informative", r.informative},
                        {"seconds", r.seconds}});
   }
@@ -224,8 +239,8 @@ std::string report_junit(const RunReport& report) {
   std::size_t failures = 0, skipped = 0;
   double total = 0;
   for (const ClauseReport& r : report.results) {
-    if (r.outcome.status == Status::fail && (!r.informative || report.strict_determinism)) ++failures;
-    if (r.outcome.status == Status::skip) ++skipped;
+    if (counts_as_failure(r, report.strict_determinism, report.allow_incomplete)) ++failures;
+    else if (r.outcome.status == Status::skip || r.outcome.status == Status::incomplete) ++skipped;
     total += r.seconds;
   }
   std::ostringstream xml;
@@ -243,11 +258,12 @@ std::string report_junit(const RunReport& report) {
   for (const ClauseReport& r : report.results) {
     xml << "  <testcase classname=\"attnspec." << xml_escape(report.kernel) << "\" name=\"" << xml_escape(r.clause) << "."
         << xml_escape(r.dtype) << "\" time=\"" << r.seconds << "\">";
-    if (r.outcome.status == Status::skip) {
+    if (counts_as_failure(r, report.strict_determinism, report.allow_incomplete)) {
+      const std::string what = r.outcome.status == Status::incomplete ? "INCOMPLETE: " + r.outcome.reason : r.outcome.reason;
+      xml << "<failure message=\"" << xml_escape(what) << "\">"
+          << xml_escape(r.reproduce.empty() ? what : r.reproduce) << "</failure>";
+    } else if (r.outcome.status == Status::skip || r.outcome.status == Status::incomplete) {
       xml << "<skipped message=\"" << xml_escape(r.outcome.reason) << "\"/>";
-    } else if (r.outcome.status == Status::fail && (!r.informative || report.strict_determinism)) {
-      xml << "<failure message=\"" << xml_escape(r.outcome.reason) << "\">"
-          << xml_escape(r.reproduce.empty() ? r.outcome.reason : r.reproduce) << "</failure>";
     } else if (r.outcome.status == Status::fail) {
       xml << "<system-out>" << xml_escape("informative: " + r.outcome.reason) << "</system-out>";
     }

@@ -25,6 +25,7 @@ struct RunOptions {
   int shard_index = 0, shard_count = 1;    // clause i runs in shard i % count
   bool strict_determinism = false;         // DETERM differences fail the run
   bool shrink = true;                      // shrink counterexamples (slower on failures)
+  bool allow_incomplete = false;           // INCOMPLETE clauses do not fail the run
 };
 
 struct ClauseReport {
@@ -44,8 +45,11 @@ struct RunReport {
   std::string profile;
   std::uint64_t seed = 0;
   std::vector<ClauseReport> results;
-  bool failed() const;  // a FAIL that counts (informative ones only under strict_determinism)
+  // A FAIL that counts (informative ones only under strict_determinism), or
+  // an INCOMPLETE clause unless allow_incomplete.
+  bool failed() const;
   bool strict_determinism = false;
+  bool allow_incomplete = false;
   // Where the verdicts were measured: the kernel's code path on this CPU
   // (reports add the CPU itself), or why it could not run here, in which
   // case there are no results and nothing was judged.

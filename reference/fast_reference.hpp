@@ -20,16 +20,25 @@ struct FastRow {
   std::vector<double> out_double;  // d_v approximations of the exact outputs ...
   std::vector<double> out_error;   // ... with |out_double[t] - exact[t]| <= out_error[t] (rigorous)
   std::vector<double> abs_scale;   // d_v values of sum_j w_j |V[j][t]|, the |P||V| of SPEC 6.7 (approximate)
-  std::vector<double> weights;     // S approximate weights (relative error about 1e-13), 0 at blocked keys
-  double lse = 0;                  // approximate log-sum-exp (-inf for a row with no visible key)
+  std::vector<double> weights;     // S approximate weights (relative error below 2^-19, about 1e-13 in practice), 0 at blocked keys
+  double lse = 0;                  // approximation of the exact log-sum-exp (-inf for a row with no visible key) ...
+  double lse_error = 0;            // ... with |lse - exact| <= lse_error (rigorous given a 2-ulp std::log)
   bool escalated = false;          // the multiprecision reference decided some of this row's outputs
   std::size_t escalated_outputs = 0;  // how many
 };
 
-// One row; safe to call from several threads (escalations take turns).
-// Outputs the double bound cannot decide are escalated; so are
-// rows with non-finite inputs or a softcap, and a float64 target always is
-// (a double evaluation cannot certify double rounding).
+// An enclosure of the row's exact results, computed in double: every
+// out_double[t] +- out_error[t] and lse +- lse_error holds the exact value;
+// `out` is left empty. Rows the double evaluation cannot bound (non-finite
+// inputs, first-order terms that are not small) come from the
+// multiprecision reference, correctly rounded to float64 (`escalated`).
+// The harness judges kernels against these enclosures.
+FastRow enclosed_row(const Problem& p, RowIndex r);
+
+// One row's outputs correctly rounded to `target`; safe to call from
+// several threads (escalations take turns). Outputs the enclosure cannot
+// decide are escalated, and a float64 target always is (a double
+// evaluation cannot certify double rounding).
 FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target);
 
 struct FastReferenceResult {

@@ -30,7 +30,4 @@ struct RowBound {
 RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std::span<const double> exact_weights,
                          std::span<const double> exact_out, double exact_lse);
 
-// gamma_k = k u / (1 - k u), or infinity when k u >= 1.
-double gamma(double k, double u);
-
 }  // namespace attnspec

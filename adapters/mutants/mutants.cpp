@@ -217,7 +217,12 @@ std::unique_ptr<Kernel> make(const char* name) {
 #define ATTNSPEC_MUTANT(K, BUG, NAME, TEXT, CLAUSE) \
   MutantEntry { NAME, TEXT, CLAUSE, [] { return make<K, Bug::BUG>(NAME); } }
 
-const std::array kMutants = {
+}  // namespace
+
+// A function-local table: the tests take it during static initialisation,
+// possibly before this file's namespace-scope objects exist.
+std::span<const MutantEntry> mutant_kernels() {
+  static const std::array kMutants = {
     ATTNSPEC_MUTANT(RowKernel, scale_dmodel, "mutant-scale-dmodel", "scales by 1/sqrt(Hq d_k), the model width", "SCALE"),
     ATTNSPEC_MUTANT(RowKernel, scale_ignored, "mutant-scale-ignored", "ignores an explicit scale", "SCALE"),
     ATTNSPEC_MUTANT(RowKernel, scale_inverted, "mutant-scale-inverted", "multiplies by sqrt(d_k)", "SCALE"),
@@ -234,12 +239,16 @@ const std::array kMutants = {
     ATTNSPEC_MUTANT(RowKernel, layout_mixup, "mutant-layout-mixup", "output written head-major [Hq, B, L, d_v]", "BATCH"),
     ATTNSPEC_MUTANT(TiledKernel, drop_last_tile, "mutant-drop-last-tile", "tiled loop drops a partial last tile", "PREC"),
     ATTNSPEC_MUTANT(TiledKernel, no_rescale, "mutant-no-rescale", "online softmax does not rescale the output", "PREC"),
-};
+  };
+  static const std::vector<MutantEntry> all = [] {
+    std::vector<MutantEntry> entries(kMutants.begin(), kMutants.end());
+    const std::span<const MutantEntry> tiles = tile_mutant_kernels();
+    entries.insert(entries.end(), tiles.begin(), tiles.end());
+    return entries;
+  }();
+  return all;
+}
 
 #undef ATTNSPEC_MUTANT
-
-}  // namespace
-
-std::span<const MutantEntry> mutant_kernels() { return kMutants; }
 
 }  // namespace attnspec

@@ -13,13 +13,25 @@
 
 namespace attnspec {
 
+// The largest counterexample a bug needs when no tile boundary of a real
+// kernel is involved: lengths of the small shape class (up to 8), or the
+// smallest of the tile class (9); keys enough for two or three 32-key
+// tiles (a missing rescale needs a later tile with a larger maximum).
+inline constexpr Dims kSmallCounterexample{2, 8, 8, 9, 80, 16, 16};
+
 struct MutantEntry {
   std::string_view name;
   std::string_view bug;     // what is wrong, in one line
   std::string_view clause;  // the clause meant to catch it
   std::unique_ptr<Kernel> (*make)();
+  // Each dimension of the shrunk counterexample is at most this: what the
+  // bug needs (a tile-boundary bug needs a tile-sized shape).
+  Dims largest = kSmallCounterexample;
 };
 
+// Every mutant: the row and 32-key-tile ones (mutants.cpp), then the
+// tile-boundary ones (tile_mutants.cpp).
 std::span<const MutantEntry> mutant_kernels();
+std::span<const MutantEntry> tile_mutant_kernels();
 
 }  // namespace attnspec

@@ -94,13 +94,18 @@ ClauseOutcome check_golden(PropertyContext& context) {
     outcome.counterexample = first_faulted;
     return outcome;
   }
-  if (outcome.cases == 0 && outcome.status == Status::pass) {
+  outcome.declined = declined;
+  if (outcome.status == Status::pass && outcome.cases == 0 && declined == 0) {
     outcome.status = Status::skip;
-    outcome.reason = declined > 0 ? "the kernel declined every golden case it could take (" + std::to_string(declined) + ")"
-                                  : "no golden case fits the kernel's capabilities and input format";
-  } else if (outcome.status == Status::pass && (skipped > 0 || declined > 0)) {
-    outcome.reason = std::to_string(skipped) + " golden cases skipped (capabilities or input format)";
-    if (declined > 0) outcome.reason += ", " + std::to_string(declined) + " declined by the kernel";
+    outcome.reason = "no golden case fits the kernel's capabilities and input format";
+  } else if (outcome.status == Status::pass) {
+    if (skipped > 0) outcome.reason = std::to_string(skipped) + " golden cases skipped (capabilities or input format)";
+    if (declined > 0) {
+      if (!outcome.reason.empty()) outcome.reason += ", ";
+      outcome.reason += std::to_string(declined) + " declined by the kernel";
+    }
+    // Declines are not passes (spec/SPEC.md section 8).
+    if (outcome.declined_share() > kMaxDeclinedShare) outcome.status = Status::incomplete;
   }
   return outcome;
 }

@@ -17,14 +17,14 @@ namespace {
 // row, plus random further blocks. Returns the first fully blocked key.
 int add_padding_mask(Problem& p) {
   const int S = p.dims.kv_len;
-  const int first_blocked = *rc::gen::inRange(0, S);
+  const int first_blocked = draw_in(0, S - 1);
   p.mask_kind = MaskKind::boolean;
   p.mask_batch = p.mask_heads = 1;
   p.causal = Causal::none;
   p.mask.assign(static_cast<std::size_t>(p.dims.q_len) * S, 1.0);
   for (int i = 0; i < p.dims.q_len; ++i)
     for (int j = 0; j < S; ++j)
-      if (j >= first_blocked || *rc::gen::inRange(0, 5) == 4) p.mask[static_cast<std::size_t>(i) * S + j] = 0.0;
+      if (j >= first_blocked || draw_in(0, 4) == 4) p.mask[static_cast<std::size_t>(i) * S + j] = 0.0;
   return first_blocked;
 }
 
@@ -58,7 +58,7 @@ ClauseOutcome check_maskbool(PropertyContext& context) {
     const int first = add_padding_mask(p);
     const Evaluation base = evaluate(context.kernel, p);
     Problem changed = p;
-    rewrite_blocked(changed, first, [&](double& x) { x = round_to_format(-3 * x + *rc::gen::inRange(-4, 5), input); });
+    rewrite_blocked(changed, first, [&](double& x) { x = round_to_format(-3 * x + draw_in(-4, 4), input); });
     const Evaluation other = evaluate(context.kernel, changed);
     const Problem original = p;
     if (std::string f = related(p, original, base, changed, other, same_index(p.out_size()),
@@ -84,7 +84,7 @@ ClauseOutcome check_maskadd(PropertyContext& context) {
       p.mask_kind = MaskKind::additive;
       p.mask_batch = p.mask_heads = 1;
       p.mask.resize(static_cast<std::size_t>(p.dims.q_len) * p.dims.kv_len);
-      for (double& m : p.mask) m = *rc::gen::inRange(0, 6) == 5 ? -INFINITY : std::ldexp(*rc::gen::inRange(-8, 9), -2);
+      for (double& m : p.mask) m = draw_in(0, 5) == 5 ? -INFINITY : std::ldexp(draw_in(-8, 8), -2);
     }
     return outside_bound(p, evaluate(context.kernel, p), u_out, stats);
   });
@@ -97,7 +97,7 @@ ClauseOutcome check_masknan(PropertyContext& context) {
     p = draw_problem(context.kernel, context.profile, without_masks());
     const int first = add_padding_mask(p);
     const Evaluation clean = evaluate(context.kernel, p);
-    const int poison = *rc::gen::inRange(0, has_infinity ? 3 : 1);
+    const int poison = draw_in(0, has_infinity ? 2 : 0);
     const double value = poison == 0   ? std::numeric_limits<double>::quiet_NaN()
                          : poison == 1 ? INFINITY
                                        : -INFINITY;
@@ -114,9 +114,9 @@ ClauseOutcome check_causal(PropertyContext& context) {
   const Capabilities caps = context.kernel.capabilities();
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
     p = draw_problem(context.kernel, context.profile, Features{}, [](Dims& d) {
-      if (d.q_len == d.kv_len) d.kv_len += 1 + *rc::gen::inRange(0, 4);  // L != S
+      if (d.q_len == d.kv_len) d.kv_len += 1 + draw_in(0, 3);  // L != S
     });
-    const bool top_left = caps.causal_top_left && (!caps.causal_bottom_right || *rc::gen::arbitrary<bool>());
+    const bool top_left = caps.causal_top_left && (!caps.causal_bottom_right || (draw_in(0, 1) == 1));
     p.causal = top_left ? Causal::top_left : Causal::bottom_right;
     return outside_bound(p, evaluate(context.kernel, p), u_out, stats);
   });
@@ -127,7 +127,7 @@ ClauseOutcome check_fullmask(PropertyContext& context) {
   return run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
     p = draw_problem(context.kernel, context.profile, without_masks());
     add_padding_mask(p);
-    const int row = *rc::gen::inRange(0, p.dims.q_len);
+    const int row = draw_in(0, p.dims.q_len - 1);
     for (int j = 0; j < p.dims.kv_len; ++j) p.mask[static_cast<std::size_t>(row) * p.dims.kv_len + j] = 0.0;
     const KernelResult got = context.kernel.run(p);
     if (got.out.size() != p.out_size()) return "kernel returned the wrong number of outputs";

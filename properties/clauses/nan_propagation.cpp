@@ -20,12 +20,12 @@ ClauseOutcome check_nanprop(PropertyContext& context) {
     p = draw_problem(context.kernel, context.profile, Features{});
     // An infinity only without softcap: IEEE tanh(inf) = 1 would hide it,
     // a corner where section 2.3 and common kernels part ways.
-    const bool infinity = has_infinity && !p.softcap && *rc::gen::arbitrary<bool>();
+    const bool infinity = has_infinity && !p.softcap && (draw_in(0, 1) == 1);
     const double poison = infinity ? INFINITY : std::numeric_limits<double>::quiet_NaN();
-    if (*rc::gen::arbitrary<bool>()) {
-      p.q[*rc::gen::inRange<std::size_t>(0, p.q.size())] = poison;  // spoils one query row
+    if (draw_in(0, 1) == 1) {
+      p.q[static_cast<std::size_t>(draw_in(0, static_cast<int>(p.q.size()) - 1))] = poison;  // spoils one query row
     } else {
-      p.v[*rc::gen::inRange<std::size_t>(0, p.v.size())] = poison;  // spoils one value column
+      p.v[static_cast<std::size_t>(draw_in(0, static_cast<int>(p.v.size()) - 1))] = poison;  // spoils one value column
     }
     const Evaluation e = evaluate(context.kernel, p);
     for (std::size_t i = 0; i < e.got.out.size(); ++i)

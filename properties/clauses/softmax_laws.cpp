@@ -178,7 +178,7 @@ ClauseOutcome check_shift(PropertyContext& context) {
     p.mask_heads = p.dims.q_heads;
     p.mask.resize(p.rows() * static_cast<std::size_t>(p.dims.kv_len));
     for (std::size_t row = 0; row < p.rows(); ++row) {
-      const double shift = std::ldexp(*rc::gen::inRange(-8, 9), *rc::gen::inRange(-2, 7));
+      const double shift = std::ldexp(draw_in(-8, 8), draw_in(-2, 6));
       std::fill_n(p.mask.begin() + static_cast<std::ptrdiff_t>(row * p.dims.kv_len), p.dims.kv_len, shift);
     }
     const Problem shifted_problem = p;
@@ -216,12 +216,12 @@ ClauseOutcome check_temp(PropertyContext& context) {
   const FormatId input = context.kernel.formats().input;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, Features{});
-    const double s = std::ldexp(*rc::gen::inRange(1, 9), *rc::gen::inRange(-4, 1));
-    const int power = *rc::gen::inRange(-2, 3);
+    const double s = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
+    const int power = draw_in(-2, 2);
     Problem scaled_query = p;
     scaled_query.scale = s;
     for (double& x : scaled_query.q) x = std::ldexp(x, power);
-    if (!all_representable(scaled_query.q, input)) return "";
+    if (!all_representable(scaled_query.q, input)) throw NothingChecked("2^k Q is not representable in the input format");
     p.scale = std::ldexp(s, power);
     const Problem rescaled = p;
     const Evaluation a = evaluate(context.kernel, scaled_query), b = evaluate(context.kernel, rescaled);
@@ -250,7 +250,7 @@ ClauseOutcome check_softcap(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
     p = draw_problem(context.kernel, context.profile, Features{});
-    p.softcap = std::ldexp(*rc::gen::inRange(1, 9), *rc::gen::inRange(-2, 2));  // logits well past the cap
+    p.softcap = std::ldexp(draw_in(1, 8), draw_in(-2, 1));  // logits well past the cap
     return outside_bound(p, evaluate(context.kernel, p), u_out, stats);
   });
 }

@@ -89,8 +89,10 @@ ClauseOutcome check_var(PropertyContext& context) {
       try {
         got = context.kernel.run(p);
       } catch (const KernelUnsupported& e) {
-        outcome.status = Status::skip;
-        outcome.reason = "the kernel declined the statistical problem (d_k = " + std::to_string(d_k) + "): " + e.what();
+        // A decline is not a pass (spec/SPEC.md section 8).
+        outcome.status = Status::incomplete;
+        outcome.declined = 1;
+        outcome.reason = "the kernel declined the statistical problem (d_k = " + std::to_string(d_k) + "): " + printable(e.what());
         return outcome;
       } catch (const KernelFault& e) {
         outcome.status = Status::fail;

@@ -1,0 +1,169 @@
+// Mutants whose bug lives where real kernels are tiled: a FlashAttention-
+// style float32 kernel with 64-row query tiles, 128-key key tiles and a
+// 64-wide head-dimension code path, each with one bug that only shapes
+// past a tile boundary or a real head dimension can show. They exist so
+// that the generators' tile shape class (spec/SPEC.md section 7.4) is
+// proven to reach what it is for: tests/mutants_test.cpp asserts each is
+// caught by its clause in the quick profile.
+#include <array>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "adapters/mutants/mutants.hpp"
+
+namespace attnspec {
+namespace {
+
+constexpr int kQueryTile = 64;
+constexpr int kKeyTile = 128;
+constexpr int kHeadChunk = 64;
+constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+
+enum class TileBug {
+  second_query_tile,   // the second query tile reads the first tile's queries (a wrong tile offset)
+  value_columns_past_64,  // output columns past 64 never written (one 64-wide chunk of d_v)
+  partial_key_tile,    // a partial last key tile is dropped when S > 128
+  qk_past_64,          // q.k sums only the first 64 components
+  causal_tile_count,   // causal: key tiles to visit counted from the query tile's first row, not its last
+  head_dim_overread,   // d_k > 32 padded to a multiple of 64 with whatever follows the row in memory
+  values_bf16,         // V rounded to bfloat16 under a float32 claim
+};
+
+class BlockedKernel final : public Kernel {
+ public:
+  BlockedKernel(std::string name, TileBug bug) : name_(std::move(name)), bug_(bug) {}
+  std::string name() const override { return name_; }
+  KernelFormats formats() const override { return {FormatId::float32, FormatId::float32, FormatId::float32}; }
+  Capabilities capabilities() const override { return full_capabilities(); }
+
+  KernelResult run(const Problem& p) override {
+    const Dims& d = p.dims;
+    KernelResult result;
+    result.out.assign(p.out_size(), 0.0);
+    result.lse.assign(p.rows(), -INFINITY);
+    const float scale = p.scale ? static_cast<float>(*p.scale) : 1.0f / std::sqrt(static_cast<float>(d.d_k));
+    const int offset = p.causal == Causal::bottom_right ? d.kv_len - d.q_len : 0;
+    const int key_tiles = bug_ == TileBug::partial_key_tile && d.kv_len > kKeyTile ? d.kv_len / kKeyTile
+                                                                                    : (d.kv_len + kKeyTile - 1) / kKeyTile;
+    for (int b = 0; b < d.batch; ++b)
+      for (int h = 0; h < d.q_heads; ++h)
+        for (int q0 = 0; q0 < d.q_len; q0 += kQueryTile) {
+          const int q1 = std::min(q0 + kQueryTile, d.q_len);
+          // Causal: tiles past the last row's diagonal hold no visible key.
+          int tiles = key_tiles;
+          if (p.causal != Causal::none) {
+            const int last_row = bug_ == TileBug::causal_tile_count ? q0 : q1 - 1;
+            const int last_key = last_row + offset;
+            tiles = last_key < 0 ? 0 : std::min(tiles, last_key / kKeyTile + 1);
+          }
+          for (int i = q0; i < q1; ++i) run_row(p, {b, h, i}, tiles, scale, result);
+        }
+    return result;
+  }
+
+ private:
+  float logit(const Problem& p, RowIndex r, int key, float scale) const {
+    const int d_k = p.dims.d_k, g = p.kv_head_of(r.head);
+    RowIndex source = r;
+    if (bug_ == TileBug::second_query_tile && r.query >= kQueryTile && r.query < 2 * kQueryTile) source.query -= kQueryTile;
+    const std::size_t q_start = p.row_flat(source) * static_cast<std::size_t>(d_k);
+    const std::size_t k_start =
+        ((static_cast<std::size_t>(r.batch) * p.dims.kv_heads + g) * p.dims.kv_len + key) * static_cast<std::size_t>(d_k);
+    int width = d_k;
+    if (bug_ == TileBug::qk_past_64) width = std::min(d_k, kHeadChunk);
+    if (bug_ == TileBug::head_dim_overread && d_k > 32) width = (d_k + kHeadChunk - 1) / kHeadChunk * kHeadChunk;
+    const auto at = [](const std::vector<double>& x, std::size_t i) { return i < x.size() ? static_cast<float>(x[i]) : 0.0f; };
+    float sum = 0;
+    for (int t = 0; t < width; ++t) sum += at(p.q, q_start + t) * at(p.k, k_start + t);
+    float x = sum * scale;
+    if (p.softcap) x = static_cast<float>(*p.softcap) * std::tanh(x / static_cast<float>(*p.softcap));
+    return x + static_cast<float>(p.mask_value(r, key));
+  }
+
+  void run_row(const Problem& p, RowIndex r, int tiles, float scale, KernelResult& result) const {
+    const Dims& d = p.dims;
+    const int g = p.kv_head_of(r.head);
+    const std::size_t row = p.row_flat(r);
+    const int columns = bug_ == TileBug::value_columns_past_64 ? std::min(d.d_v, kHeadChunk) : d.d_v;
+    float max = kMinusInfinity, sum = 0;
+    std::vector<float> acc(static_cast<std::size_t>(d.d_v), 0.0f);
+    for (int tile = 0; tile < tiles; ++tile) {
+      const int key0 = tile * kKeyTile, key1 = std::min(key0 + kKeyTile, d.kv_len);
+      std::vector<float> x(static_cast<std::size_t>(key1 - key0), kMinusInfinity);
+      float tile_max = kMinusInfinity;
+      for (int j = key0; j < key1; ++j) {
+        if (!p.visible(r, j)) continue;
+        x[static_cast<std::size_t>(j - key0)] = logit(p, r, j, scale);
+        tile_max = std::max(tile_max, x[static_cast<std::size_t>(j - key0)]);
+      }
+      if (tile_max == kMinusInfinity) continue;
+      const float new_max = std::max(max, tile_max);
+      const float rescale = max == kMinusInfinity ? 0.0f : std::exp(max - new_max);
+      sum *= rescale;
+      for (float& a : acc) a *= rescale;
+      for (int j = key0; j < key1; ++j) {
+        if (!p.visible(r, j)) continue;
+        const float weight = std::exp(x[static_cast<std::size_t>(j - key0)] - new_max);
+        sum += weight;
+        const auto v = p.value_row(r.batch, g, j);
+        for (int t = 0; t < columns; ++t) {
+          const double value = bug_ == TileBug::values_bf16 ? round_to_format(v[t], FormatId::bfloat16) : v[t];
+          acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(value);
+        }
+      }
+      max = new_max;
+    }
+    if (sum == 0) return;
+    for (int t = 0; t < columns; ++t) result.out[row * d.d_v + t] = acc[static_cast<std::size_t>(t)] / sum;
+    result.lse[row] = static_cast<double>(max + std::log(sum));
+  }
+
+  std::string name_;
+  TileBug bug_;
+};
+
+template <TileBug B>
+std::unique_ptr<Kernel> make(const char* name) {
+  return std::make_unique<BlockedKernel>(name, B);
+}
+
+#define ATTNSPEC_TILE_MUTANT(BUG, NAME, TEXT, CLAUSE, LARGEST) \
+  MutantEntry { NAME, TEXT, CLAUSE, [] { return make<TileBug::BUG>(NAME); }, LARGEST }
+
+// The largest shrunk counterexample each may leave: the bug's threshold.
+// (9: the smallest tile-class length; d_k = d_v when drawn so.)
+constexpr Dims kLongQueries{1, 8, 8, 65, 9, 16, 16};
+constexpr Dims kWideValues{1, 8, 8, 9, 9, 80, 80};
+constexpr Dims kLongKeys{1, 8, 8, 9, 129, 16, 16};
+constexpr Dims kWideKeys{1, 8, 8, 9, 9, 80, 80};
+constexpr Dims kCausalTiles{1, 8, 8, 129, 257, 16, 16};
+constexpr Dims kPaddedKeys{1, 8, 8, 9, 9, 111, 111};
+
+}  // namespace
+
+// A function-local table: the tests take it during static initialisation,
+// possibly before this file's namespace-scope objects exist.
+std::span<const MutantEntry> tile_mutant_kernels() {
+  static const std::array kTileMutants = {
+    ATTNSPEC_TILE_MUTANT(second_query_tile, "mutant-second-query-tile", "query rows 64-127 read rows 0-63's queries",
+                         "PREC", kLongQueries),
+    ATTNSPEC_TILE_MUTANT(value_columns_past_64, "mutant-value-columns-past-64", "output columns past 64 never written",
+                         "PREC", kWideValues),
+    ATTNSPEC_TILE_MUTANT(partial_key_tile, "mutant-partial-key-tile", "a partial last 128-key tile dropped when S > 128",
+                         "PREC", kLongKeys),
+    ATTNSPEC_TILE_MUTANT(qk_past_64, "mutant-qk-past-64", "q.k sums only the first 64 components", "PREC", kWideKeys),
+    ATTNSPEC_TILE_MUTANT(causal_tile_count, "mutant-causal-tile-count",
+                         "causal key tiles counted from a query tile's first row: a diagonal crossing a tile loses keys",
+                         "CAUSAL", kCausalTiles),
+    ATTNSPEC_TILE_MUTANT(head_dim_overread, "mutant-head-dim-overread",
+                         "d_k > 32 padded to a multiple of 64 with the memory after the row", "PREC", kPaddedKeys),
+    ATTNSPEC_TILE_MUTANT(values_bf16, "mutant-values-bf16", "V rounded to bfloat16, float32 claimed", "PREC",
+                         kSmallCounterexample),
+  };
+  return kTileMutants;
+}
+
+#undef ATTNSPEC_TILE_MUTANT
+
+}  // namespace attnspec

@@ -1,0 +1,102 @@
+// What the generators draw is what spec/SPEC.md section 7.4 and README say
+// they draw: a kernel that records the problems PREC gives it, and the
+// shares of the shape classes, tile lengths, real head dimensions and
+// full-precision inputs, checked in the quick and ci profiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "adapters/registry.hpp"
+#include "properties/runner.hpp"
+
+namespace attnspec {
+namespace {
+
+class RecordingKernel final : public Kernel {
+ public:
+  explicit RecordingKernel(std::unique_ptr<Kernel> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  KernelFormats formats() const override { return inner_->formats(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  KernelResult run(const Problem& p) override {
+    seen.push_back(p);
+    return inner_->run(p);
+  }
+  std::vector<Problem> seen;
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+};
+
+// More than 8 significant bits: not representable in bfloat16.
+bool has_full_precision_value(const Problem& p) {
+  for (const auto* tensor : {&p.q, &p.k, &p.v})
+    for (double x : *tensor)
+      if (std::isfinite(x) && !is_representable(x, FormatId::bfloat16)) return true;
+  return false;
+}
+
+struct Shares {
+  int cases = 0, small = 0, tile = 0, long_rows = 0;
+  int long_queries = 0;     // L >= 65: a second 64-row query tile
+  int partial_key_tile = 0; // S > 128 and not a multiple of 128
+  int wide_keys = 0;        // d_k >= 32
+  int wide_values = 0;      // d_v > 64
+  int full_precision = 0;
+};
+
+Shares draw(const char* profile_name) {
+  RecordingKernel kernel(make_kernel("online-f32"));
+  RunOptions options;
+  options.profile = find_profile(profile_name);
+  options.clauses = {"PREC"};
+  run_conformance(kernel, "online-f32", options);
+  Shares s;
+  for (const Problem& p : kernel.seen) {
+    const Dims& d = p.dims;
+    ++s.cases;
+    switch (classify_shape(d)) {
+      case ShapeClass::small: ++s.small; break;
+      case ShapeClass::tile: ++s.tile; break;
+      case ShapeClass::long_rows: ++s.long_rows; break;
+    }
+    s.long_queries += d.q_len >= 65;
+    s.partial_key_tile += d.kv_len > 128 && d.kv_len % 128 != 0;
+    s.wide_keys += d.d_k >= 32;
+    s.wide_values += d.d_v > 64;
+    s.full_precision += has_full_precision_value(p);
+  }
+  std::printf("  %s: %d cases: %d small, %d tile, %d long; L >= 65: %d; partial 128-key tile: %d; d_k >= 32: %d; "
+              "d_v > 64: %d; full-precision inputs: %d\n",
+              profile_name, s.cases, s.small, s.tile, s.long_rows, s.long_queries, s.partial_key_tile, s.wide_keys,
+              s.wide_values, s.full_precision);
+  return s;
+}
+
+// The figures SPEC 7.4 states (seed 1 gives, in quick: 36 small, 64 tile;
+// L >= 65 in 31, a partial 128-key tile in 24, d_k >= 32 in 37, d_v > 64
+// in 16, full-precision inputs in 42; in ci 30 long of 300), with slack.
+TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {
+  const Shares s = draw("quick");
+  ASSERT_EQ(s.cases, 100);
+  EXPECT_GE(s.small, 25);
+  EXPECT_GE(s.tile, 45);
+  EXPECT_EQ(s.long_rows, 0);
+  EXPECT_GE(s.long_queries, 20);
+  EXPECT_GE(s.partial_key_tile, 12);
+  EXPECT_GE(s.wide_keys, 25);
+  EXPECT_GE(s.wide_values, 8);
+  EXPECT_GE(s.full_precision, 25);
+}
+
+TEST(DrawStatistics, CiProfileAddsLongRows) {
+  const Shares s = draw("ci");
+  ASSERT_EQ(s.cases, 300);
+  EXPECT_GE(s.long_rows, 18);
+  EXPECT_GE(s.tile, 130);
+  EXPECT_GE(s.long_queries, 60);
+}
+
+}  // namespace
+}  // namespace attnspec

@@ -1,0 +1,92 @@
+// The harness judges kernels against the fast reference's enclosures and
+// takes a row from the multiprecision path only where an enclosure leaves
+// a verdict open (properties/harness.hpp). This test checks that the two
+// paths give the same verdict on a fixed problem set: the problems PREC
+// draws in the quick profile at seed 1 (small, tile-sized, softcapped,
+// masked, non-finite), for correct kernels and for mutants that fail.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "adapters/mutants/mutants.hpp"
+#include "adapters/registry.hpp"
+#include "properties/harness.hpp"
+#include "properties/runner.hpp"
+
+namespace attnspec {
+namespace {
+
+class RecordingKernel final : public Kernel {
+ public:
+  explicit RecordingKernel(std::unique_ptr<Kernel> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  KernelFormats formats() const override { return inner_->formats(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  KernelResult run(const Problem& p) override {
+    seen.push_back(p);
+    return inner_->run(p);
+  }
+  std::vector<Problem> seen;
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+};
+
+std::vector<Problem> problem_set() {
+  RecordingKernel recorder(make_kernel("online-f32"));
+  RunOptions options;
+  options.clauses = {"PREC", "NANPROP", "SOFTCAP"};
+  run_conformance(recorder, "online-f32", options);
+  // The multiprecision path is the slow one: problems up to 2^16
+  // multiply-adds (tile-sized lengths or head dimensions, not both).
+  std::vector<Problem> kept;
+  for (const Problem& p : recorder.seen) {
+    const Dims& d = p.dims;
+    const double work = static_cast<double>(p.rows()) * d.kv_len * (d.d_k + d.d_v);
+    if (work <= 1 << 16) kept.push_back(p);
+  }
+  return kept;
+}
+
+struct Verdict {
+  bool outputs_within = false;
+  bool lse_within = false;
+};
+
+Verdict judge(Kernel& kernel, const Problem& p, ReferencePath path) {
+  const Evaluation e = evaluate(kernel, p, FullyMaskedRows::as_declared, path);
+  ErrorStats stats;
+  Verdict v;
+  v.outputs_within = outside_bound(p, e, output_unit(kernel), stats).empty();
+  v.lse_within = true;
+  for (std::size_t row = 0; row < p.rows() && kernel.capabilities().lse; ++row) {
+    const double want = e.ref.lse[row];
+    if (std::isnan(want) || want == -INFINITY) continue;
+    v.lse_within = v.lse_within && within_bound(e.got.lse[row], want, e.ref_lse_error[row], e.lse_bound[row]).value_or(false);
+  }
+  return v;
+}
+
+TEST(HarnessReference, FastAndMultiprecisionPathsGiveTheSameVerdicts) {
+  const std::vector<Problem> problems = problem_set();
+  ASSERT_GE(problems.size(), 80u);
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  for (const char* name : {"online-f32", "online-bf16"}) kernels.push_back(make_kernel(name));
+  for (const MutantEntry& m : mutant_kernels())
+    if (m.name == "mutant-weights-bf16" || m.name == "mutant-values-bf16") kernels.push_back(m.make());
+  int outside = 0, judged = 0;
+  for (const auto& kernel : kernels)
+    for (const Problem& p : problems) {
+      const Verdict fast = judge(*kernel, p, ReferencePath::fast);
+      const Verdict exact = judge(*kernel, p, ReferencePath::multiprecision);
+      EXPECT_EQ(fast.outputs_within, exact.outputs_within) << kernel->name();
+      EXPECT_EQ(fast.lse_within, exact.lse_within) << kernel->name();
+      outside += !exact.outputs_within;
+      ++judged;
+    }
+  std::printf("  %d verdicts, %d of them outside the bound, equal on both paths\n", judged, outside);
+  EXPECT_GT(outside, 20);  // the set has failing verdicts to agree on, not only passes
+}
+
+}  // namespace
+}  // namespace attnspec
