@@ -2,7 +2,7 @@
 // the whole range is reached from the first case (RapidCheck's size would
 // otherwise scale every range down for most of a run), and every roll
 // shrinks towards its first value: the smallest shape, the feature off.
-// Shape classes (spec/SPEC.md section 7.4): small problems; tile-sized ones
+// Shape classes (spec/SPEC.md section 7.1): small problems; tile-sized ones
 // whose lengths sit just below, at and above the 64-, 128- and 256-row and
 // key tiles real kernels use, or are odd, with head dimensions from those
 // kernels' specialisations; and, where the profile asks for it, long rows

@@ -23,7 +23,7 @@ struct Profile {
   bool long_sequences;    // include the long-rows shape class
 };
 
-// The shape classes of spec/SPEC.md section 7.4 (properties/generators.hpp
+// The shape classes of spec/SPEC.md section 7.1 (properties/generators.hpp
 // draws them). A clause that judged no case of a class its profile draws
 // is INCOMPLETE.
 enum class ShapeClass {

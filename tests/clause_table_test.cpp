@@ -24,12 +24,20 @@ std::vector<SpecSection> clause_sections() {
   std::ifstream in(ATTNSPEC_SOURCE_DIR "/spec/SPEC.md");
   std::vector<SpecSection> sections;
   std::string line;
-  bool in_clauses = false;
+  bool in_clauses = false, in_rules = false;
   while (std::getline(in, line)) {
     if (line.rfind("## ", 0) == 0) in_clauses = line.rfind("## 7.", 0) == 0;
     if (!in_clauses) continue;
-    if (line.rfind("### ", 0) == 0) sections.push_back({line.substr(4), ""});
-    else if (!sections.empty()) sections.back().body += line + "\n";
+    // Numbered subsections ("### 7.1 ...") are the section's general
+    // rules; every other heading is a clause.
+    if (line.rfind("### 7.", 0) == 0) {
+      in_rules = true;
+    } else if (line.rfind("### ", 0) == 0) {
+      in_rules = false;
+      sections.push_back({line.substr(4), ""});
+    } else if (!sections.empty() && !in_rules) {
+      sections.back().body += line + "\n";
+    }
   }
   return sections;
 }

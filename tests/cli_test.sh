@@ -122,12 +122,18 @@ check "a crashing adapter fails its clause and the run goes on" run 1 run --kern
   --clause SCALE --clause ROWSUM --no-shrink --save-failures "$work/crash"
 check "with the exit named" says "exited with status 3"
 check "both clauses reported" says "ROWSUM"
-check "a declining adapter is skipped" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE
+check "a declining adapter is INCOMPLETE, which fails the run" run 1 run --kernel "$faulty --fault unsupported" --clause SCALE
 check "with the reason" says "declined every case"
+check "--allow-incomplete lets it pass" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --allow-incomplete
+check "still reported" says "1 incomplete (allowed by --allow-incomplete)"
+check "a kernel declaring fewer than 4096 logits is refused" run 2 run --kernel "$faulty --max-elements 100" --clause SCALE
+check "naming the floor" says "max_elements 100, below the 4096"
 check "reproduce line quotes the command" run 1 run --kernel "$faulty --fault error" --clause SCALE --no-shrink \
   --save-failures "$work/error"
 check "quoted" says "--kernel 'cmd:"
-check "a process adapter's JSON report" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --json "$work/process.json"
+check "a process adapter's JSON report" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --allow-incomplete \
+  --json "$work/process.json"
+check "says what was not judged" grep -q '"declined": [1-9].*"status": "incomplete"' <(tr -d '\n' <"$work/process.json")
 check "names the command and the adapter's log" grep -q '"kernel_command": "cmd:.*"kernel_log": "' <(tr -d '\n' <"$work/process.json")
 
 # A kernel this CPU cannot run (issue 10): oneDNN has no bf16 path below

@@ -1,4 +1,4 @@
-// What the generators draw is what spec/SPEC.md section 7.4 and README say
+// What the generators draw is what spec/SPEC.md section 7.1 and README say
 // they draw: a kernel that records the problems PREC gives it, and the
 // shares of the shape classes, tile lengths, real head dimensions and
 // full-precision inputs, checked in the quick and ci profiles.
@@ -74,7 +74,7 @@ Shares draw(const char* profile_name) {
   return s;
 }
 
-// The figures SPEC 7.4 states (seed 1 gives, in quick: 36 small, 64 tile;
+// The figures SPEC 7.1 states (seed 1 gives, in quick: 36 small, 64 tile;
 // L >= 65 in 31, a partial 128-key tile in 24, d_k >= 32 in 37, d_v > 64
 // in 16, full-precision inputs in 42; in ci 30 long of 300), with slack.
 TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {

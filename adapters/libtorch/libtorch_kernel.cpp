@@ -3,8 +3,9 @@
 // it (bool: true attends; additive: a tensor added to the scaled logits),
 // is_causal for top-left causal masking. libtorch 1.13's entry points have
 // no scale argument and no grouped-query heads, so those capabilities are
-// declared missing rather than emulated; nothing else is glued on. It
-// refuses a mask together with is_causal: such cases are declined. It gives
+// declared missing rather than emulated. It refuses a mask together with
+// is_causal, so with a mask the causal blocks are folded into the mask:
+// the only glue. It gives
 // NaN for rows with no visible key, so it does not declare
 // fully_masked_rows (FULLMASK reports the deviation).
 #include "adapters/libtorch/libtorch_kernel.hpp"
@@ -14,6 +15,7 @@
 #include <torch/version.h>
 
 #include <array>
+#include <cmath>
 #include <cstdlib>
 
 #include "adapters/cpu.hpp"
@@ -51,13 +53,24 @@ class LibtorchKernel final : public Kernel {
     const at::Tensor q = to_tensor(p.q, {d.batch, d.q_heads, d.q_len, d.d_k}, type_);
     const at::Tensor k = to_tensor(p.k, {d.batch, d.kv_heads, d.kv_len, d.d_k}, type_);
     const at::Tensor v = to_tensor(p.v, {d.batch, d.kv_heads, d.kv_len, d.d_v}, type_);
+    // libtorch 1.13 refuses an attn_mask together with is_causal: with a
+    // mask, the causal blocks are folded into it (the one piece of glue).
+    bool causal = p.causal == Causal::top_left;
     c10::optional<at::Tensor> mask;
+    std::vector<double> values;  // outlives the call: a float64 tensor may view it
     if (p.mask_kind != MaskKind::none) {
+      values = p.mask;
+      if (causal) {
+        const auto L = static_cast<std::size_t>(d.q_len), S = static_cast<std::size_t>(d.kv_len);
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          const std::size_t query = (i / S) % L, key = i % S;
+          if (key > query) values[i] = p.mask_kind == MaskKind::boolean ? 0.0 : -INFINITY;
+        }
+        causal = false;
+      }
       const std::vector<int64_t> shape = {p.mask_batch, p.mask_heads, d.q_len, d.kv_len};
-      mask = to_tensor(p.mask, shape, p.mask_kind == MaskKind::boolean ? at::kBool : type_);
+      mask = to_tensor(values, shape, p.mask_kind == MaskKind::boolean ? at::kBool : type_);
     }
-    const bool causal = p.causal == Causal::top_left;
-    if (causal && mask) throw KernelUnsupported("libtorch 1.13 refuses an attn_mask together with is_causal");
     at::Tensor out;
     try {
       out = std::get<0>(at::_scaled_dot_product_attention(q, k, v, mask, 0.0, false, causal));

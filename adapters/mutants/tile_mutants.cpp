@@ -2,7 +2,7 @@
 // style float32 kernel with 64-row query tiles, 128-key key tiles and a
 // 64-wide head-dimension code path, each with one bug that only shapes
 // past a tile boundary or a real head dimension can show. They exist so
-// that the generators' tile shape class (spec/SPEC.md section 7.4) is
+// that the generators' tile shape class (spec/SPEC.md section 7.1) is
 // proven to reach what it is for: tests/mutants_test.cpp asserts each is
 // caught by its clause in the quick profile.
 #include <array>

@@ -25,6 +25,7 @@ protocol in one way, so attnspec's handling of that failure can be checked.
                 whose parent exited) and write their pids to --pidfile
 
 --stderr-mb N writes N MB to stderr per case (with any fault).
+--max-elements N declares that many logits (B Hq L S) at most in the hello.
 
 With --once FILE the fault happens only the first time (FILE remembers it),
 so tests can check that attnspec restarts the adapter and carries on.
@@ -78,6 +79,7 @@ def main():
     parser.add_argument("--output", default="float32")
     parser.add_argument("--stderr-mb", type=int, default=0)
     parser.add_argument("--pidfile")
+    parser.add_argument("--max-elements", type=int)
     args = parser.parse_args()
     fault = args.fault
     if args.once:
@@ -94,6 +96,8 @@ def main():
         if request["op"] == "hello":
             caps = {"masks": ["bool", "additive"], "causal": ["top_left", "bottom_right"], "gqa": True,
                     "scale": True, "softcap": True, "dv_ne_dk": True}
+            if args.max_elements is not None:
+                caps["max_elements"] = args.max_elements
             if fault == "bad-hello":
                 caps["softCap"] = caps.pop("softcap")
             reply = {"protocol": 1, "name": "faulty-" + args.fault,
