@@ -25,5 +25,6 @@ Command add_check_command(CLI::App& app);
 Command add_kernels_command(CLI::App& app);
 Command add_check_adapter_command(CLI::App& app);
 Command add_audit_command(CLI::App& app);
+Command add_merge_command(CLI::App& app);
 
 }  // namespace attnspec::cli

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   const std::vector<attnspec::cli::Command> commands = {
       attnspec::cli::add_run_command(app), attnspec::cli::add_check_command(app),
       attnspec::cli::add_kernels_command(app), attnspec::cli::add_reference_command(app),
-      attnspec::cli::add_check_adapter_command(app), attnspec::cli::add_audit_command(app)};
+      attnspec::cli::add_check_adapter_command(app), attnspec::cli::add_audit_command(app),
+      attnspec::cli::add_merge_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -46,11 +46,11 @@ constexpr std::array kHeadDims = {32, 59, 64, 80, 96, 111, 128, 160, 192, 256};
 constexpr std::array kSmallHeadDims = {1, 2, 3, 4, 5, 8, 16};
 constexpr std::array kSmallValueDims = {1, 2, 3, 4, 7, 8};
 
-// A tile-class length: small, at a tile boundary, or any length up to 257
-// (odd ones included).
+// A tile-class length: small (1 in 4), any of 9-257 (1 in 4), or at a tile
+// boundary (1 in 2). Shrinks from the boundaries to any length (towards 9),
+// then to a small one; all three are drawn, for the reason given at
+// draw_dims.
 int draw_tile_length() {
-  // Shrinks from the tile boundaries to any length (towards 9), then to a
-  // small one; all three drawn, for the reason given at draw_dims.
   const int kind = draw_in(0, 3);
   const int small = draw_in(1, 8), any = draw_in(9, 257), boundary = pick(kTileLengths);
   return kind == 0 ? small : kind == 1 ? any : boundary;
@@ -166,9 +166,9 @@ Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features&
   const bool wide_values = draw_in(0, 1) == 1 && shape != ShapeClass::small;
   const int wide_value_dim = pick(kHeadDims), small_value_dim = pick(kSmallValueDims);
   d.d_v = !own_value_dim ? d.d_k : wide_values ? wide_value_dim : small_value_dim;
-  // A tile-sized case keeps its lengths and head dimensions (they are
-  // what it is for) but not every head: past kCaseWork multiply-adds
-  // (B Hq L S (d_k + d_v)) heads go, then batch entries. Few kernels
+  // A tile-sized or long case keeps its lengths and head dimensions (they
+  // are what it is for) but not every head: past kCaseWork multiply-adds
+  // (B Hq L S (d_k + d_v)) query heads go, then kv heads. Few kernels
   // specialise on the head count, and the cost of a case would otherwise
   // grow a hundredfold between a typical and the largest draw.
   constexpr double kCaseWork = 1 << 23;

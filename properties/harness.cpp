@@ -20,6 +20,7 @@
 #include "cases/io/printable.hpp"
 #include "reference/fast_reference.hpp"
 #include "spec/precision_model.hpp"
+#include "spec/tight_bound.hpp"
 
 namespace attnspec {
 namespace {
@@ -56,7 +57,7 @@ std::string number(double x) {
 
 }  // namespace
 
-Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, ReferencePath path) {
+Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, ReferencePath path, Tier tier) {
   Evaluation e;
   e.got = kernel.run(p);
   if (e.got.out.size() != p.out_size())
@@ -83,6 +84,7 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
   e.ref_error.assign(p.out_size(), 0.0);
   e.ref_lse_error.assign(p.rows(), 0.0);
   e.bound.resize(p.out_size());
+  if (tier == Tier::tight) e.tight.resize(p.out_size());
   e.scale.resize(p.out_size());
   e.lse_bound.resize(p.rows());
   const FormatClass formats{kernel.formats().accumulate, kernel.formats().output};
@@ -96,6 +98,11 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
       std::copy(b.out.begin(), b.out.end(), e.bound.begin() + offset(row * dv));
       std::copy(b.scale.begin(), b.scale.end(), e.scale.begin() + offset(row * dv));
       e.lse_bound[row] = b.lse;
+      if (tier == Tier::tight) {
+        const std::vector<double> t = tight_bound(p, r, formats, std::span(e.ref.weights).subspan(row * S, S),
+                                                  std::span(e.ref.out).subspan(row * dv, dv), b);
+        std::copy(t.begin(), t.end(), e.tight.begin() + offset(row * dv));
+      }
     };
     const auto take_exact = [&] {
       ReferenceOptions options;
@@ -129,7 +136,8 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
                 !within_bound(e.got.lse[row], fast.lse, fast.lse_error, e.lse_bound[row]);
     for (std::size_t t = 0; t < dv && !open; ++t) {
       const std::size_t i = row * dv + t;
-      open = !std::isnan(e.ref.out[i]) && !within_bound(e.got.out[i], e.ref.out[i], e.ref_error[i], e.bound[i]);
+      const auto decided = [&](double bound) { return within_bound(e.got.out[i], e.ref.out[i], e.ref_error[i], bound); };
+      open = !std::isnan(e.ref.out[i]) && (!decided(e.bound[i]) || (tier == Tier::tight && !decided(e.tight[i])));
     }
     if (open) take_exact();
   }
@@ -146,6 +154,8 @@ std::optional<bool> within_bound(double got, double reference, double reference_
 }
 
 void ErrorStats::add(double error, double bound, double scale, double u_out) {
+  ++elements;
+  if (!std::isfinite(bound)) ++unbounded;
   // Elements whose |P||V| is (nearly) zero have no meaningful units; they
   // are still checked against their bounds.
   if (!(scale * u_out > 1e-300) || !std::isfinite(error) || !(bound > 0) || !std::isfinite(bound)) return;
@@ -154,6 +164,16 @@ void ErrorStats::add(double error, double bound, double scale, double u_out) {
     max_ratio = ratio;
     max_error_u = error / (u_out * scale);
     bound_u = bound / (u_out * scale);
+  }
+}
+
+void ErrorStats::merge(const ErrorStats& other) {
+  elements += other.elements;
+  unbounded += other.unbounded;
+  if (other.max_ratio > max_ratio) {
+    max_ratio = other.max_ratio;
+    max_error_u = other.max_error_u;
+    bound_u = other.bound_u;
   }
 }
 
@@ -166,15 +186,17 @@ std::string element_name(const Problem& p, std::size_t flat_output) {
          ", t=" + std::to_string(flat_output % dv) + ")";
 }
 
-std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, ErrorStats& stats) {
+std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, ErrorStats& stats, Tier tier) {
+  const std::vector<double>& bound = tier == Tier::tight ? e.tight : e.bound;
   for (std::size_t i = 0; i < e.got.out.size(); ++i) {
     const double got = e.got.out[i], want = e.ref.out[i];
     if (std::isnan(want)) continue;  // NaN semantics are NANPROP's
     const double error = std::fabs(got - want);
-    stats.add(error, e.bound[i], e.scale[i], u_out);
-    if (!within_bound(got, want, e.ref_error[i], e.bound[i]).value_or(false))
+    stats.add(error, bound[i], e.scale[i], u_out);
+    if (!within_bound(got, want, e.ref_error[i], bound[i]).value_or(false))
       return element_name(p, i) + " is " + number(got) + ", the certified reference " + number(want) +
-             ": error " + number(error) + " exceeds the bound " + number(e.bound[i]);
+             ": error " + number(error) + " exceeds the " + (tier == Tier::tight ? "tight bound " : "bound ") +
+             number(bound[i]);
   }
   return "";
 }
@@ -210,11 +232,14 @@ std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, cons
 }
 
 std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats& stats) {
-  const Evaluation e = evaluate(kernel, p, FullyMaskedRows::judged);
+  const Evaluation e = evaluate(kernel, p, FullyMaskedRows::judged, ReferencePath::fast, Tier::tight);
   for (std::size_t i = 0; i < e.got.out.size(); ++i)
     if (std::isnan(e.ref.out[i]) && std::isfinite(e.got.out[i]))
       return element_name(p, i) + " should be NaN (a non-finite input it depends on) but is " + number(e.got.out[i]);
   if (std::string f = outside_bound(p, e, output_unit(kernel), stats); !f.empty()) return f;
+  ErrorStats tight_stats;
+  if (std::string f = outside_bound(p, e, output_unit(kernel), tight_stats, Tier::tight); !f.empty())
+    return f + " (the tight tier, PRECTIGHT)";
   if (!kernel.capabilities().lse) return "";
   for (std::size_t row = 0; row < p.rows(); ++row) {
     const double got = e.got.lse[row], want = e.ref.lse[row];
@@ -289,8 +314,9 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     if (gave_up_on_faults()) RC_DISCARD("stopped: most cases were lost to kernel faults");
     Problem drawn;
     std::string failure;
+    ErrorStats case_stats;
     try {
-      failure = body(drawn, stats);
+      failure = body(drawn, case_stats);
     } catch (const rc::GenerationFailure&) {
       throw;
     } catch (const KernelUnsupported& e) {
@@ -319,6 +345,7 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
       failure = std::string("exception: ") + printable(e.what(), 2000);
     }
     if (!first_failure) {
+      stats.merge(case_stats);  // what the drawn cases judged, not the shrink candidates
       ++judged;
       ++outcome.judged_by_shape[static_cast<std::size_t>(classify_shape(drawn.dims))];
     }
@@ -419,6 +446,11 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
       outcome.counterexample = first_faulted_problem;
     }
   }
+  outcome.elements = stats.elements;
+  outcome.unbounded_elements = stats.unbounded;
+  if (stats.unbounded > 0)
+    note(std::to_string(stats.unbounded) + " of " + std::to_string(stats.elements) +
+         " compared elements not judged: the precision model gives them no finite bound");
   if (stats.max_error_u >= 0) {
     outcome.max_error_u = stats.max_error_u;
     outcome.bound_u = stats.bound_u;

@@ -5,6 +5,7 @@
 // shrinks counterexamples.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -30,6 +31,7 @@ struct Evaluation {
   std::vector<double> ref_error;      // |ref.out - exact| <= ref_error, per output
   std::vector<double> ref_lse_error;  // |ref.lse - exact| <= ref_lse_error, per row
   std::vector<double> bound;  // B_t per output element
+  std::vector<double> tight;  // T_t per output element (spec/tight_bound.hpp), with Tier::tight only
   std::vector<double> scale;  // |P||V| per output element
   std::vector<double> lse_bound;
   std::size_t escalated_rows = 0;  // rows settled by the multiprecision reference
@@ -46,8 +48,12 @@ enum class FullyMaskedRows { as_declared, judged };
 // multiprecision takes every row from the multiprecision path (for the
 // test that both paths give the same verdicts).
 enum class ReferencePath { fast, multiprecision };
+// Which tier of the precision model judges: the worst-case bound B_t (SPEC
+// 6.5) or, besides it, the tight tier T_t (SPEC 6.8). The fast reference's
+// open verdicts are settled for the tier asked for.
+enum class Tier { worst_case, tight };
 Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows = FullyMaskedRows::as_declared,
-                    ReferencePath path = ReferencePath::fast);
+                    ReferencePath path = ReferencePath::fast, Tier tier = Tier::worst_case);
 
 // Whether |got - exact| <= bound, where exact is known only to lie within
 // reference_error of reference: nullopt when the enclosure cannot tell.
@@ -57,18 +63,24 @@ std::optional<bool> within_bound(double got, double reference, double reference_
 // and bound in units of u_out * |P||V| (SPEC 6.7). Reporting the largest
 // raw error instead would show ill-conditioned elements (huge logits,
 // huge bounds) whose error says nothing about the kernel.
+// Every compared element is counted, and those whose bound is infinite (the
+// model gives none) are counted as not judged (spec/SPEC.md section 7).
 struct ErrorStats {
   double max_error_u = -1;  // at the element with the largest error / bound
   double bound_u = 0;
   double max_ratio = -1;
+  std::uint64_t elements = 0, unbounded = 0;
   void add(double error, double bound, double scale, double u_out);
+  void merge(const ErrorStats& other);
 };
 
 double output_unit(const Kernel& kernel);  // u of the kernel's output format
 
 // "" when every output is within its bound of the reference (and rows with
-// no visible key are exactly 0), else a description of the first that is not.
-std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, ErrorStats& stats);
+// no visible key are exactly 0), else a description of the first that is
+// not; Tier::tight judges with e.tight (evaluated with Tier::tight).
+std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, ErrorStats& stats,
+                          Tier tier = Tier::worst_case);
 
 // "" when a.got.out[i] and b.got.out[index_in_b[i]] agree within
 // a.bound[i] + b.bound[index_in_b[i]] for every i, else a description.
@@ -83,8 +95,8 @@ std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, cons
                     ErrorStats& stats);
 
 // The whole single-case check of `attnspec check`: "" when every output is
-// within its bound, non-finite exactly where the reference is NaN, and the
-// lse (if the kernel returns one) within its bound.
+// within its bound of both tiers, non-finite exactly where the reference is
+// NaN, and the lse (if the kernel returns one) within its bound.
 std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats& stats);
 
 // The identity index map for `disagree`.

@@ -64,6 +64,9 @@ struct ClauseOutcome {
   int discarded = 0;                  // cases neither judged nor declined (undecidable, nothing to check)
   std::array<int, kShapeClasses> judged_by_shape{};  // judged cases per ShapeClass, before any failure
   std::uint64_t size_limit = 0;       // the kernel's max_elements in force; 0: none below attnspec's own
+  // Output elements compared with a bound, and those of them whose bound is
+  // infinite: compared with nothing, so not judged (spec/SPEC.md section 7).
+  std::uint64_t elements = 0, unbounded_elements = 0;
   double declined_share() const {
     const int drawn = cases + declined;
     return drawn > 0 ? static_cast<double>(declined) / drawn : 0.0;

@@ -20,7 +20,8 @@ constexpr std::array kProperties = {
     RegisteredProperty{"LINV", check_linv},         RegisteredProperty{"GQA", check_gqa},
     RegisteredProperty{"BATCH", check_batch},       RegisteredProperty{"SOFTCAP", check_softcap},
     RegisteredProperty{"NANPROP", check_nanprop},   RegisteredProperty{"LSE", check_lse},
-    RegisteredProperty{"PREC", check_prec},         RegisteredProperty{"PRECREL", check_precrel},
+    RegisteredProperty{"PREC", check_prec},         RegisteredProperty{"PRECTIGHT", check_prectight},
+    RegisteredProperty{"PRECREL", check_precrel},
     RegisteredProperty{"GOLDEN", check_golden},     RegisteredProperty{"DETERM", check_determ},
 };
 

@@ -88,6 +88,8 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
   report.seed = options.seed;
   report.strict_determinism = options.strict_determinism;
   report.allow_incomplete = options.allow_incomplete;
+  report.shard_index = options.shard_index;
+  report.shard_count = options.shard_count;
   const std::string dtype(format_info(kernel.formats().input).name);
   std::size_t position = 0;
   for (const Clause& clause : clause_table()) {
@@ -148,6 +150,8 @@ RunReport unavailable_report(std::string_view kernel_name, const KernelPlatform&
   report.seed = options.seed;
   report.strict_determinism = options.strict_determinism;
   report.allow_incomplete = options.allow_incomplete;
+  report.shard_index = options.shard_index;
+  report.shard_count = options.shard_count;
   report.platform = platform;
   return report;
 }
@@ -216,18 +220,24 @@ nlohmann::json report_json(const RunReport& report) {
                        {"declined", r.outcome.declined},
                        {"declined_share", r.outcome.declined_share()},
                        {"discarded", r.outcome.discarded},
+                       {"elements", r.outcome.elements},
+                       {"unjudged_elements", r.outcome.unbounded_elements},
                        {"judged_by_shape", {{"small", r.outcome.judged_by_shape[0]},
                                             {"tile", r.outcome.judged_by_shape[1]},
                                             {"long", r.outcome.judged_by_shape[2]}}},
                        {"size_limit", r.outcome.size_limit ? nlohmann::json(r.outcome.size_limit) : nlohmann::json()},
                        {"informative", r.informative},
+                       {"reproduce", r.reproduce},
                        {"seconds", r.seconds}});
   }
-  const CpuDescription& cpu = this_cpu();
+  const CpuDescription& cpu = report.cpu ? *report.cpu : this_cpu();
   nlohmann::json platform = {{"cpu", cpu.model}, {"cpu_kind", cpu.kind}, {"cpu_features", cpu.features},
                              {"code_path", report.platform.code_path}};
   nlohmann::json json = {{"format", "attnspec-report/1"}, {"kernel", report.kernel}, {"profile", report.profile},
                          {"seed", report.seed}, {"available", report.available()}, {"platform", platform},
+                         {"strict_determinism", report.strict_determinism},
+                         {"allow_incomplete", report.allow_incomplete},
+                         {"shard", {{"index", report.shard_index}, {"count", report.shard_count}}},
                          {"results", results}};
   if (!report.available()) json["unavailable"] = report.platform.unavailable;
   if (report.kernel_argument != report.kernel) json["kernel_command"] = report.kernel_argument;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/cpu.hpp"
 #include "adapters/registry.hpp"
 #include "properties/property.hpp"
 
@@ -55,6 +56,10 @@ struct RunReport {
   // case there are no results and nothing was judged.
   KernelPlatform platform;
   bool available() const { return platform.unavailable.empty(); }
+  // The CPU the verdicts were measured on: this machine's unless the
+  // report was read back from JSON (attnspec merge).
+  std::optional<CpuDescription> cpu;
+  int shard_index = 0, shard_count = 1;  // which clauses of the run this report holds
 };
 
 // The report of a kernel this machine cannot run: no results, the reason.

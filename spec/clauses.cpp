@@ -29,6 +29,7 @@ constexpr std::array kClauses = {
     Clause{"NANPROP", "NaN or Inf in a visible input reaches exactly the outputs that depend on it", ClauseKind::semantic, kNeedsNothing},
     Clause{"LSE", "a returned log-sum-exp is within the precision model's bound", ClauseKind::precision, kNeedsLse},
     Clause{"PREC", "every output is within the precision model's bound of the certified reference", ClauseKind::precision, kNeedsNothing},
+    Clause{"PRECTIGHT", "every output is within the tight tier's bound of the certified reference", ClauseKind::precision, kNeedsNothing},
     Clause{"PRECREL", "max error at most 2x the naive implementation's in the same formats, plus the rounding floor", ClauseKind::precision, kNeedsNothing},
     Clause{"GOLDEN", "the golden cases (cases/golden) pass", ClauseKind::golden, kNeedsNothing},
     Clause{"DETERM", "the same inputs give bitwise identical outputs on repeated calls", ClauseKind::informative, kNeedsNothing},

@@ -27,6 +27,8 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   RowBound bound;
   bound.out.assign(dv, 0.0);
   bound.scale.assign(dv, 0.0);
+  bound.dot_scale.assign(static_cast<std::size_t>(d.kv_len), 0.0);
+  bound.logit_scale.assign(static_cast<std::size_t>(d.kv_len), 0.0);
   std::vector<int> visible;
   for (int j = 0; j < d.kv_len; ++j)
     if (p.visible(r, j)) visible.push_back(j);
@@ -48,7 +50,9 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
       for (int l = 0; l < 4; ++l) lanes[l] += std::fabs(q[t + l]) * std::fabs(k[t + l]);
     for (; t < d.d_k; ++t) lanes[0] += std::fabs(q[t]) * std::fabs(k[t]);
     const double abs_dot = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    delta = std::max(delta, gamma(d.d_k + 13, u) * (s * abs_dot + cap + std::fabs(p.mask_value(r, j))));
+    bound.dot_scale[static_cast<std::size_t>(j)] = s * abs_dot;
+    bound.logit_scale[static_cast<std::size_t>(j)] = s * abs_dot + cap + std::fabs(p.mask_value(r, j));
+    delta = std::max(delta, gamma(d.d_k + 13, u) * bound.logit_scale[static_cast<std::size_t>(j)]);
   }
   bound.logit_error = delta;
 

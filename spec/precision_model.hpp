@@ -22,6 +22,10 @@ struct RowBound {
   std::vector<double> scale;  // sum_j w_j |V[j][t]|: the element's |P||V| (SPEC 6.7)
   double lse = 0;             // B_lse (SPEC 6.6)
   double logit_error = 0;     // Delta (SPEC 6.2)
+  // Per key (S values, 0 at blocked keys): s sum_t |q_t||k_jt| and the
+  // whole logit magnitude s sum|q||k| + c + |m_j| that Delta_j scales,
+  // kept for the tight tier (spec/tight_bound.hpp).
+  std::vector<double> dot_scale, logit_scale;
 };
 
 // `exact_weights` (S values) and `exact_out` (d_v values) are the certified

@@ -204,5 +204,34 @@ check "reports growth exponents" says "Growth exponents"
 check "kernels lists the emulated kernels" run 0 kernels
 check "composed-f16 listed" says "composed-f16 *input float16"
 
+# attnspec merge: the shards of a run make the run's report; mismatched or
+# missing shards are refused with status 2 and nothing written.
+for i in 0 1 2; do
+  check "shard $i of 3" run 0 run --kernel online-f32 --clause SCALE --clause ROWSUM --clause PREC --clause PRECTIGHT \
+    --clause GOLDEN --shard "$i/3" --no-shrink --json "$work/shard$i.json"
+done
+check "the whole run" run 0 run --kernel online-f32 --clause SCALE --clause ROWSUM --clause PREC --clause PRECTIGHT \
+  --clause GOLDEN --no-shrink --json "$work/whole.json"
+check "merge the shards" run 0 merge "$work/shard2.json" "$work/shard0.json" "$work/shard1.json" --json "$work/merged.json" \
+  --junit "$work/merged.xml"
+check "merge prints the matrix" says "| PRECTIGHT | PASS"
+check "merged equals the whole run" "$python" -c "
+import json
+m, w = json.load(open('$work/merged.json')), json.load(open('$work/whole.json'))
+key = lambda r: [(x['clause'], x['status'], x['cases'], x['max_error_u'], x['elements']) for x in r['results']]
+assert key(m) == key(w), (key(m), key(w))
+assert m['shard'] == {'index': 0, 'count': 1} and m['kernel'] == 'online-f32'"
+check "merged JUnit" grep -q 'name="PRECTIGHT.float32"' "$work/merged.xml"
+check "a shard missing" run 2 merge "$work/shard0.json" "$work/shard1.json" --json "$work/refused.json"
+check "names the missing shard" says "2/3 missing"
+check "a shard twice" run 2 merge "$work/shard0.json" "$work/shard0.json" "$work/shard1.json" --json "$work/refused.json"
+"$ATTNSPEC" run --kernel online-bf16 --clause SCALE --shard 0/3 --no-shrink --json "$work/other.json" >/dev/null 2>&1
+check "another kernel's shard" run 2 merge "$work/other.json" "$work/shard1.json" "$work/shard2.json" --json "$work/refused.json"
+check "names the field" says "field 'kernel'"
+echo '{"format": "attnspec-report/1", "kernel": 3}' >"$work/bad_report.json"
+check "a malformed report" run 2 merge "$work/bad_report.json" --json "$work/refused.json"
+check "says what the field should be" says "bad_report.json: field 'kernel': expected a string"
+check "nothing written by refused merges" absent "$work/refused.json"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

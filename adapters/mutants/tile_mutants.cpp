@@ -5,6 +5,7 @@
 // that the generators' tile shape class (spec/SPEC.md section 7.1) is
 // proven to reach what it is for: tests/mutants_test.cpp asserts each is
 // caught by its clause in the quick profile.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -28,13 +29,23 @@ enum class TileBug {
   causal_tile_count,   // causal: key tiles to visit counted from the query tile's first row, not its last
   head_dim_overread,   // d_k > 32 padded to a multiple of 64 with whatever follows the row in memory
   values_bf16,         // V rounded to bfloat16 under a float32 claim
+  // Precision losses that only a tight tier sees on long rows (spec/SPEC.md
+  // 6.8): the worst-case bound there is tens of thousands of u wide.
+  split_partials_f16,  // split-KV: each 128-key split's normalised partial output stored in float16
+  denominator_f16_long,  // the softmax denominator rounded to float16 on rows of more than 200 keys
+  scaled_long_rows_bf16,  // a bfloat16 kernel whose outputs are 1.05x too large on rows of more than 21 keys
 };
 
 class BlockedKernel final : public Kernel {
  public:
   BlockedKernel(std::string name, TileBug bug) : name_(std::move(name)), bug_(bug) {}
   std::string name() const override { return name_; }
-  KernelFormats formats() const override { return {FormatId::float32, FormatId::float32, FormatId::float32}; }
+  KernelFormats formats() const override {
+    // bfloat16 logits and weights declared (accumulate bfloat16), as the
+    // real 16-bit kernels of the Findings declare them.
+    if (bug_ == TileBug::scaled_long_rows_bf16) return {FormatId::bfloat16, FormatId::bfloat16, FormatId::bfloat16};
+    return {FormatId::float32, FormatId::float32, FormatId::float32};
+  }
   Capabilities capabilities() const override { return full_capabilities(); }
 
   KernelResult run(const Problem& p) override {
@@ -86,7 +97,9 @@ class BlockedKernel final : public Kernel {
     const int g = p.kv_head_of(r.head);
     const std::size_t row = p.row_flat(r);
     const int columns = bug_ == TileBug::value_columns_past_64 ? std::min(d.d_v, kHeadChunk) : d.d_v;
+    if (bug_ == TileBug::split_partials_f16 && tiles > 1) return run_split_row(p, r, tiles, scale, result);
     float max = kMinusInfinity, sum = 0;
+    int visible = 0;
     std::vector<float> acc(static_cast<std::size_t>(d.d_v), 0.0f);
     for (int tile = 0; tile < tiles; ++tile) {
       const int key0 = tile * kKeyTile, key1 = std::min(key0 + kKeyTile, d.kv_len);
@@ -106,6 +119,7 @@ class BlockedKernel final : public Kernel {
         if (!p.visible(r, j)) continue;
         const float weight = std::exp(x[static_cast<std::size_t>(j - key0)] - new_max);
         sum += weight;
+        ++visible;
         const auto v = p.value_row(r.batch, g, j);
         for (int t = 0; t < columns; ++t) {
           const double value = bug_ == TileBug::values_bf16 ? round_to_format(v[t], FormatId::bfloat16) : v[t];
@@ -115,8 +129,61 @@ class BlockedKernel final : public Kernel {
       max = new_max;
     }
     if (sum == 0) return;
-    for (int t = 0; t < columns; ++t) result.out[row * d.d_v + t] = acc[static_cast<std::size_t>(t)] / sum;
     result.lse[row] = static_cast<double>(max + std::log(sum));
+    if (bug_ == TileBug::denominator_f16_long && visible > 200) sum = static_cast<float>(round_to_format(sum, FormatId::float16));
+    if (bug_ != TileBug::scaled_long_rows_bf16) {
+      for (int t = 0; t < columns; ++t) result.out[row * d.d_v + t] = acc[static_cast<std::size_t>(t)] / sum;
+      return;
+    }
+    const float factor = visible > 21 ? 1.05f : 1.0f;
+    for (int t = 0; t < columns; ++t)
+      result.out[row * d.d_v + t] = round_to_format(acc[static_cast<std::size_t>(t)] / sum * factor, FormatId::bfloat16);
+  }
+
+  // Split-KV (FlashDecoding) on rows of more than one key tile: each tile
+  // is a split with its own normalised output and lse, merged with
+  // weights exp(lse_s - max lse).
+  void run_split_row(const Problem& p, RowIndex r, int tiles, float scale, KernelResult& result) const {
+    const Dims& d = p.dims;
+    const int g = p.kv_head_of(r.head);
+    const std::size_t row = p.row_flat(r);
+    std::vector<float> lse_of_split;
+    std::vector<std::vector<float>> out_of_split;
+    for (int tile = 0; tile < tiles; ++tile) {
+      const int key0 = tile * kKeyTile, key1 = std::min(key0 + kKeyTile, d.kv_len);
+      std::vector<float> x;
+      std::vector<int> keys;
+      float max = kMinusInfinity;
+      for (int j = key0; j < key1; ++j) {
+        if (!p.visible(r, j)) continue;
+        keys.push_back(j);
+        x.push_back(logit(p, r, j, scale));
+        max = std::max(max, x.back());
+      }
+      if (max == kMinusInfinity) continue;
+      float sum = 0;
+      std::vector<float> acc(static_cast<std::size_t>(d.d_v), 0.0f);
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        const float weight = std::exp(x[i] - max);
+        sum += weight;
+        const auto v = p.value_row(r.batch, g, keys[i]);
+        for (int t = 0; t < d.d_v; ++t) acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(v[t]);
+      }
+      for (float& a : acc) a = static_cast<float>(round_to_format(a / sum, FormatId::float16));
+      lse_of_split.push_back(max + std::log(sum));
+      out_of_split.push_back(std::move(acc));
+    }
+    if (lse_of_split.empty()) return;
+    const float top = *std::max_element(lse_of_split.begin(), lse_of_split.end());
+    float total = 0;
+    std::vector<float> merged(static_cast<std::size_t>(d.d_v), 0.0f);
+    for (std::size_t s = 0; s < lse_of_split.size(); ++s) {
+      const float w = std::exp(lse_of_split[s] - top);
+      total += w;
+      for (int t = 0; t < d.d_v; ++t) merged[static_cast<std::size_t>(t)] += w * out_of_split[s][static_cast<std::size_t>(t)];
+    }
+    for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = merged[static_cast<std::size_t>(t)] / total;
+    result.lse[row] = static_cast<double>(top + std::log(total));
   }
 
   std::string name_;
@@ -139,6 +206,9 @@ constexpr Dims kLongKeys{1, 8, 8, 9, 129, 16, 16};
 constexpr Dims kWideKeys{1, 8, 8, 9, 9, 80, 80};
 constexpr Dims kCausalTiles{1, 8, 8, 129, 257, 16, 16};
 constexpr Dims kPaddedKeys{1, 8, 8, 9, 9, 111, 111};
+constexpr Dims kTwoSplits{1, 8, 8, 9, 257, 16, 16};
+constexpr Dims kLongRows{1, 8, 8, 9, 257, 16, 16};
+constexpr Dims kRowsPast21{1, 8, 8, 9, 64, 16, 16};
 
 }  // namespace
 
@@ -160,6 +230,12 @@ std::span<const MutantEntry> tile_mutant_kernels() {
                          "d_k > 32 padded to a multiple of 64 with the memory after the row", "PREC", kPaddedKeys),
     ATTNSPEC_TILE_MUTANT(values_bf16, "mutant-values-bf16", "V rounded to bfloat16, float32 claimed", "PREC",
                          kSmallCounterexample),
+    ATTNSPEC_TILE_MUTANT(split_partials_f16, "mutant-split-partials-f16",
+                         "split-KV partial outputs (128-key splits) stored in float16", "PRECTIGHT", kTwoSplits),
+    ATTNSPEC_TILE_MUTANT(denominator_f16_long, "mutant-denominator-f16-long",
+                         "softmax denominator rounded to float16 on rows of more than 200 keys", "PRECTIGHT", kLongRows),
+    ATTNSPEC_TILE_MUTANT(scaled_long_rows_bf16, "mutant-scaled-long-rows-bf16",
+                         "bfloat16 kernel: outputs 1.05x too large on rows of more than 21 keys", "PRECTIGHT", kRowsPast21),
   };
   return kTileMutants;
 }

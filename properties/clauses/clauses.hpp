@@ -27,6 +27,7 @@ ClauseOutcome check_softcap(PropertyContext& context);
 ClauseOutcome check_nanprop(PropertyContext& context);
 ClauseOutcome check_lse(PropertyContext& context);
 ClauseOutcome check_prec(PropertyContext& context);
+ClauseOutcome check_prectight(PropertyContext& context);
 ClauseOutcome check_precrel(PropertyContext& context);
 ClauseOutcome check_golden(PropertyContext& context);
 ClauseOutcome check_determ(PropertyContext& context);

@@ -1,4 +1,4 @@
-// PREC, LSE and PRECREL: the kernel against the certified reference, with
+// PREC, PRECTIGHT, LSE and PRECREL: the kernel against the certified reference, with
 // the precision model's bounds (spec/SPEC.md sections 6 and 7).
 #include <array>
 #include <cmath>
@@ -17,6 +17,17 @@ ClauseOutcome check_prec(PropertyContext& context) {
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
     p = draw_problem(context.kernel, context.profile, Features{});
     return outside_bound(p, evaluate(context.kernel, p), u_out, stats);
+  });
+}
+
+// Problems drawn as PREC draws them, judged by the tight tier (SPEC 6.8),
+// which also judges the elements PREC's worst-case bound leaves unjudged.
+ClauseOutcome check_prectight(PropertyContext& context) {
+  const double u_out = output_unit(context.kernel);
+  return run_property(context, [&](Problem& p, ErrorStats& stats) {
+    p = draw_problem(context.kernel, context.profile, Features{});
+    const Evaluation e = evaluate(context.kernel, p, FullyMaskedRows::as_declared, ReferencePath::fast, Tier::tight);
+    return outside_bound(p, e, u_out, stats, Tier::tight);
   });
 }
 
