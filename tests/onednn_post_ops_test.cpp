@@ -12,6 +12,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "adapters/onednn/onednn_kernel.hpp"
+
 namespace {
 
 struct MatmulResult {
@@ -23,6 +25,7 @@ struct MatmulResult {
 // outputs for x_j = w_j (the single input value is 1).
 MatmulResult matmul_with(const std::vector<float>& weights, const std::function<void(dnnl::post_ops&)>& build) {
   using dnnl::memory;
+  attnspec::apply_onednn_isa_policy();  // the configuration the adapter runs in
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(engine);
   const auto n = static_cast<memory::dim>(weights.size());

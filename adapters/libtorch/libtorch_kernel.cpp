@@ -10,6 +10,10 @@
 // fully_masked_rows (FULLMASK reports the deviation).
 #include "adapters/libtorch/libtorch_kernel.hpp"
 
+#ifdef ATTNSPEC_HAVE_ONEDNN
+#include "adapters/onednn/onednn_kernel.hpp"
+#endif
+
 #include <ATen/ATen.h>
 #include <ATen/Version.h>
 #include <torch/version.h>
@@ -118,6 +122,17 @@ std::string aten_cpu_capability() {
   return capability;
 }
 
+// libtorch's bf16 products run in the process's one libdnnl, capped on AMX
+// machines by the oneDNN adapter's policy where that adapter is compiled in.
+std::string libtorch_onednn_note() {
+#ifdef ATTNSPEC_HAVE_ONEDNN
+  apply_onednn_isa_policy();
+  return onednn_isa_policy_note().empty() ? "" : " capped at avx512_core_bf16 (AMX: see oneDNN's code path)";
+#else
+  return "";
+#endif
+}
+
 // Which code the products take: float32 and float64 matrix products go to
 // the BLAS behind libblas.so.3 (or ATen's own loop for tiny ones); bfloat16
 // products go to oneDNN where ATen's mkldnn_bf16_device_check holds
@@ -129,8 +144,9 @@ KernelPlatform platform() {
     p.code_path = "ATen CPU capability " + aten_cpu_capability();
     const CpuDescription& cpu = this_cpu();
     if (format == FormatId::bfloat16)
-      p.code_path += cpu.has("avx512bw") && cpu.has("avx512vl") && cpu.has("avx512dq") ? "; bf16 matmul by oneDNN"
-                                                                                       : "; bf16 matmul by ATen's gemm";
+      p.code_path += cpu.has("avx512bw") && cpu.has("avx512vl") && cpu.has("avx512dq")
+                         ? "; bf16 matmul by oneDNN" + libtorch_onednn_note()
+                         : "; bf16 matmul by ATen's gemm";
     else
       p.code_path += "; matmul by BLAS (libblas.so.3)";
     return p;

@@ -26,6 +26,8 @@
 // No log-sum-exp: softmax_v2 does not return it.
 #include "adapters/onednn/onednn_kernel.hpp"
 
+#include "adapters/cpu.hpp"
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -104,7 +106,7 @@ class OnednnKernel final : public Kernel {
   static constexpr memory::data_type kType = kBf16 ? memory::data_type::bf16 : memory::data_type::f32;
   static constexpr FormatId kFormat = kBf16 ? FormatId::bfloat16 : FormatId::float32;
 
-  OnednnKernel() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+  OnednnKernel() : engine_((apply_onednn_isa_policy(), dnnl::engine(dnnl::engine::kind::cpu, 0))), stream_(engine_) {}
 
   std::string name() const override { return kBf16 ? "onednn-bf16" : "onednn-f32"; }
 
@@ -226,9 +228,11 @@ std::string isa_name(dnnl::cpu_isa isa) {
 }
 
 // The instruction set oneDNN dispatches to here: the CPU's best, or less
-// where ONEDNN_MAX_CPU_ISA (or its old name DNNL_MAX_CPU_ISA) caps it.
+// where ONEDNN_MAX_CPU_ISA (or its old name DNNL_MAX_CPU_ISA) or the AMX
+// policy caps it.
 std::string effective_isa() {
-  std::string text = isa_name(dnnl::get_effective_cpu_isa());
+  apply_onednn_isa_policy();
+  std::string text = isa_name(dnnl::get_effective_cpu_isa()) + onednn_isa_policy_note();
   for (const char* variable : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
     if (const char* cap = std::getenv(variable); cap && *cap) {
       text += std::string(" (") + variable + "=" + cap + ")";
@@ -286,7 +290,34 @@ constexpr std::array<KernelEntry, 2> kOnednnKernels{{
 
 }  // namespace
 
-std::span<const KernelEntry> onednn_kernels() { return kOnednnKernels; }
+namespace {
+bool onednn_isa_variable_set() {
+  for (const char* variable : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+    if (const char* cap = std::getenv(variable); cap && *cap) return true;
+  return false;
+}
+
+bool onednn_capped_for_amx() {
+  static const bool capped = [] {
+    if (onednn_isa_variable_set() || !this_cpu().has("amx_tile")) return false;
+    return dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16) == dnnl::status::success;
+  }();
+  return capped;
+}
+}  // namespace
+
+void apply_onednn_isa_policy() { (void)onednn_capped_for_amx(); }
+
+std::string onednn_isa_policy_note() {
+  return onednn_capped_for_amx() ? " (capped below avx512_core_amx by attnspec: oneDNN 2.6.3's AMX kernels die of SIGILL "
+                                   "on this project's AMX machines; ONEDNN_MAX_CPU_ISA overrides)"
+                                 : "";
+}
+
+std::span<const KernelEntry> onednn_kernels() {
+  apply_onednn_isa_policy();
+  return kOnednnKernels;
+}
 
 std::string onednn_version() {
   const dnnl_version_t* version = dnnl_version();
