@@ -81,6 +81,7 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
   e.ref.out.resize(p.out_size());
   e.ref.lse.resize(p.rows());
   e.ref.weights.resize(p.weights_size());
+  e.ref_low.assign(p.out_size(), 0.0);
   e.ref_error.assign(p.out_size(), 0.0);
   e.ref_lse_error.assign(p.rows(), 0.0);
   e.bound.resize(p.out_size());
@@ -110,6 +111,7 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
       std::copy(exact.out.begin(), exact.out.end(), e.ref.out.begin() + offset(row * dv));
       std::copy(exact.weights.begin(), exact.weights.end(), e.ref.weights.begin() + offset(row * S));
       std::fill_n(e.ref_error.begin() + offset(row * dv), dv, 0.0);
+      std::fill_n(e.ref_low.begin() + offset(row * dv), dv, 0.0);
       e.ref.lse[row] = exact.lse;
       e.ref_lse_error[row] = 0;
       ++e.escalated_rows;
@@ -119,7 +121,8 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
       take_exact();
       continue;
     }
-    const FastRow fast = enclosed_row(p, r);
+    const FastRow fast = enclosed_row(
+        p, r, path == ReferencePath::extended ? EnclosurePrecision::extended : EnclosurePrecision::binary64);
     std::copy(fast.out_double.begin(), fast.out_double.end(), e.ref.out.begin() + offset(row * dv));
     std::copy(fast.weights.begin(), fast.weights.end(), e.ref.weights.begin() + offset(row * S));
     e.ref.lse[row] = fast.lse;
@@ -128,28 +131,58 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
     // terms) and rows with no visible key (exact zeros) are settled.
     if (fast.escalated) ++e.escalated_rows;
     if (fast.escalated || fast.lse == -INFINITY) continue;
-    std::copy(fast.out_error.begin(), fast.out_error.end(), e.ref_error.begin() + offset(row * dv));
-    e.ref_lse_error[row] = fast.lse_error;
-    // Settle the verdicts the enclosure leaves open with the exact path.
-    // (NaN results are exact: NANPROP judges them.)
-    bool open = judge_lse && !std::isnan(fast.lse) &&
-                !within_bound(e.got.lse[row], fast.lse, fast.lse_error, e.lse_bound[row]);
-    for (std::size_t t = 0; t < dv && !open; ++t) {
-      const std::size_t i = row * dv + t;
-      const auto decided = [&](double bound) { return within_bound(e.got.out[i], e.ref.out[i], e.ref_error[i], bound); };
-      open = !std::isnan(e.ref.out[i]) && (!decided(e.bound[i]) || (tier == Tier::tight && !decided(e.tight[i])));
+    // Whether some verdict of this row is left open by the enclosure in
+    // e's reference columns. (NaN results are exact: NANPROP judges them.)
+    const auto any_open = [&] {
+      if (judge_lse && !std::isnan(e.ref.lse[row]) &&
+          !within_bound(e.got.lse[row], e.ref.lse[row], e.ref_lse_error[row], e.lse_bound[row]))
+        return true;
+      for (std::size_t t = 0; t < dv; ++t) {
+        const std::size_t i = row * dv + t;
+        const auto decided = [&](double bound) {
+          return within_bound(e.got.out[i], e.ref.out[i], e.ref_error[i], bound, e.ref_low[i]);
+        };
+        if (!std::isnan(e.ref.out[i]) && (!decided(e.bound[i]) || (tier == Tier::tight && !decided(e.tight[i]))))
+          return true;
+      }
+      return false;
+    };
+    const auto take_enclosure = [&](const FastRow& enclosure) {
+      std::copy(enclosure.out_double.begin(), enclosure.out_double.end(), e.ref.out.begin() + offset(row * dv));
+      std::copy(enclosure.out_low.begin(), enclosure.out_low.end(), e.ref_low.begin() + offset(row * dv));
+      std::copy(enclosure.out_error.begin(), enclosure.out_error.end(), e.ref_error.begin() + offset(row * dv));
+      e.ref.lse[row] = enclosure.lse;
+      e.ref_lse_error[row] = enclosure.lse_error;
+    };
+    take_enclosure(fast);
+    if (path == ReferencePath::extended || !any_open()) continue;
+    // The extended rung: the same evaluation about 2^11 times narrower
+    // (what a float64 kernel's bounds of a few ulps need); the bounds stay
+    // those computed from the double enclosure.
+    const FastRow extended = enclosed_row(p, r, EnclosurePrecision::extended);
+    if (!extended.escalated) {
+      take_enclosure(extended);
+      if (!any_open()) {
+        ++e.extended_rows;
+        continue;
+      }
     }
-    if (open) take_exact();
+    take_exact();
   }
   return e;
 }
 
-std::optional<bool> within_bound(double got, double reference, double reference_error, double bound) {
-  if (!std::isfinite(reference) || reference_error == 0) return std::fabs(got - reference) <= bound;
-  const double error = std::fabs(got - reference);
+std::optional<bool> within_bound(double got, double reference, double reference_error, double bound,
+                                 double reference_low) {
+  if (!std::isfinite(reference) || (reference_error == 0 && reference_low == 0))
+    return std::fabs(got - reference) <= bound;
+  // |got - (reference + low)| in extended precision: two roundings of at
+  // most 2^-64 relative each, covered by the slack.
+  const long double error = std::fabs((static_cast<long double>(got) - reference) - reference_low);
   if (!(error == error)) return false;  // NaN: outside any bound
-  if (error + reference_error <= bound) return true;
-  if (error - reference_error > bound) return false;
+  const long double slack = error * 0x1p-62L;
+  if (error + slack + reference_error <= bound) return true;
+  if (error - slack - reference_error > bound) return false;
   return std::nullopt;
 }
 
@@ -193,7 +226,7 @@ std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, E
     if (std::isnan(want)) continue;  // NaN semantics are NANPROP's
     const double error = std::fabs(got - want);
     stats.add(error, bound[i], e.scale[i], u_out);
-    if (!within_bound(got, want, e.ref_error[i], bound[i]).value_or(false))
+    if (!within_bound(got, want, e.ref_error[i], bound[i], e.ref_low[i]).value_or(false))
       return element_name(p, i) + " is " + number(got) + ", the certified reference " + number(want) +
              ": error " + number(error) + " exceeds the " + (tier == Tier::tight ? "tight bound " : "bound ") +
              number(bound[i]);

@@ -20,20 +20,25 @@ namespace attnspec {
 
 // One kernel run with its reference and bounds.
 // The reference is the fast path's enclosure (reference/fast_reference.hpp):
-// each exact output lies within ref_error of ref.out, each exact lse within
-// ref_lse_error of ref.lse. Where an enclosure is too wide to tell whether
-// the kernel's value is within its bound, `evaluate` takes that row from
-// the multiprecision reference (correctly rounded float64, error 0 here:
-// the bound already allows for its half ulp), so every verdict is decided.
+// each exact output lies within ref_error of ref.out + ref_low, each exact
+// lse within ref_lse_error of ref.lse. Where a double enclosure is too wide
+// to tell whether the kernel's value is within its bound, `evaluate`
+// evaluates the row again in extended precision (ref_low then holds what
+// the double ref.out lacks), and where that too leaves a verdict open, it
+// takes the row from the multiprecision reference (correctly rounded
+// float64, error 0 here: the bound already allows for its half ulp), so
+// every verdict is decided.
 struct Evaluation {
   KernelResult got;
   ReferenceResult ref;        // float64 approximations of the exact results, with weights
-  std::vector<double> ref_error;      // |ref.out - exact| <= ref_error, per output
+  std::vector<double> ref_low;        // 0 except on rows of the extended rung
+  std::vector<double> ref_error;      // |ref.out + ref_low - exact| <= ref_error, per output
   std::vector<double> ref_lse_error;  // |ref.lse - exact| <= ref_lse_error, per row
   std::vector<double> bound;  // B_t per output element
   std::vector<double> tight;  // T_t per output element (spec/tight_bound.hpp), with Tier::tight only
   std::vector<double> scale;  // |P||V| per output element
   std::vector<double> lse_bound;
+  std::size_t extended_rows = 0;   // rows settled by the extended-precision enclosure
   std::size_t escalated_rows = 0;  // rows settled by the multiprecision reference
 };
 
@@ -46,8 +51,11 @@ enum class FullyMaskedRows { as_declared, judged };
 // Runs the kernel (throws std::runtime_error if its output has the wrong
 // size) and the reference, and computes the bounds. ReferencePath::
 // multiprecision takes every row from the multiprecision path (for the
-// test that both paths give the same verdicts).
-enum class ReferencePath { fast, multiprecision };
+// test that both paths give the same verdicts). ReferencePath::extended
+// takes every row from the extended-precision enclosure and settles no
+// verdict: for measurements of error (PRECREL) against float64 outputs,
+// not for bounds.
+enum class ReferencePath { fast, extended, multiprecision };
 // Which tier of the precision model judges: the worst-case bound B_t (SPEC
 // 6.5) or, besides it, the tight tier T_t (SPEC 6.8). The fast reference's
 // open verdicts are settled for the tier asked for.
@@ -56,8 +64,10 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows = Ful
                     ReferencePath path = ReferencePath::fast, Tier tier = Tier::worst_case);
 
 // Whether |got - exact| <= bound, where exact is known only to lie within
-// reference_error of reference: nullopt when the enclosure cannot tell.
-std::optional<bool> within_bound(double got, double reference, double reference_error, double bound);
+// reference_error of reference + reference_low: nullopt when the enclosure
+// cannot tell.
+std::optional<bool> within_bound(double got, double reference, double reference_error, double bound,
+                                 double reference_low = 0);
 
 // The element that used the largest fraction of its bound, with its error
 // and bound in units of u_out * |P||V| (SPEC 6.7). Reporting the largest

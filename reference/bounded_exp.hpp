@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 
 namespace attnspec {
 
@@ -47,6 +48,56 @@ inline double bounded_exp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
+  return std::ldexp(p, static_cast<int>(k));
+}
+
+}  // namespace attnspec
+
+namespace attnspec {
+
+// The same exp in x87 extended precision (64-bit significand, u = 2^-64),
+// for the fast reference's extended rung (spec/SPEC.md section 5, step 5):
+// where a double enclosure is too wide to decide a verdict, the row is
+// evaluated again in extended precision before the multiprecision path.
+// Its range reaches exp(-11000), about 2^-15870, still a normal number of
+// the format. x = k ln2 + r with ln2 split into a 45-bit head (k ln2_hi
+// exact in 64 bits for |k| < 2^14) and a 64-bit tail within 2^-110 of the
+// rest. Error budget, relative to exp(x), first order in u = 2^-64: the
+// reduction errs by at most u |x - k ln2_hi| + u |k ln2_lo| + u |r| +
+// |k| 2^-110 in r, below 0.73u + 2^-96 for |r| <= 0.36, |k| < 2^14;
+// truncation after degree 16, |r|^17/17! e^|r| / e^-|r| < 0.003u; Horner
+// as for bounded_exp (the same coefficients' magnitudes; a_0, a_1, a_2
+// exact), below 3.55u relative. Total < 4.3u; the bound used is 8u.
+static_assert(std::numeric_limits<long double>::digits == 64, "the extended rung assumes x87 extended precision");
+inline constexpr long double kExtendedUnitRoundoff = 0x1p-64L;
+inline constexpr long double kBoundedExpExtendedError = 8 * kExtendedUnitRoundoff;
+inline constexpr long double kBoundedExpExtendedMin = -11000.0L;
+
+// exp(x) for kBoundedExpExtendedMin <= x <= 0, within kBoundedExpExtendedError relative.
+inline long double bounded_exp_extended(long double x) {
+  constexpr long double kLn2High = 0x1.62e42fefa39p-1L;       // 45 significant bits
+  constexpr long double kLn2Low = 0x1.de6af278ece600fcp-46L;  // ln2 - kLn2High, within 2^-110
+  constexpr long double kInverseLn2 = 1.44269504088896340735992468100189214L;
+  const long double k = std::nearbyint(x * kInverseLn2);
+  const long double r = (x - k * kLn2High) - k * kLn2Low;
+  // 1/i! for i = 16 down to 1, rounded to extended precision.
+  long double p = 1.0L / 20922789888000.0L;
+  p = p * r + 1.0L / 1307674368000.0L;
+  p = p * r + 1.0L / 87178291200.0L;
+  p = p * r + 1.0L / 6227020800.0L;
+  p = p * r + 1.0L / 479001600.0L;
+  p = p * r + 1.0L / 39916800.0L;
+  p = p * r + 1.0L / 3628800.0L;
+  p = p * r + 1.0L / 362880.0L;
+  p = p * r + 1.0L / 40320.0L;
+  p = p * r + 1.0L / 5040.0L;
+  p = p * r + 1.0L / 720.0L;
+  p = p * r + 1.0L / 120.0L;
+  p = p * r + 1.0L / 24.0L;
+  p = p * r + 1.0L / 6.0L;
+  p = p * r + 0.5L;
+  p = p * r + 1.0L;
+  p = p * r + 1.0L;
   return std::ldexp(p, static_cast<int>(k));
 }
 

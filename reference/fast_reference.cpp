@@ -1,12 +1,14 @@
 // The fast path of the certified reference (spec/SPEC.md section 5, step 5). One
-// row in double: logits (softcapped through bounded_exp) with running
-// error bounds, a softmax shifted by the largest computed logit through
-// bounded_exp, sums with running bounds, and for each output an interval
-// [o - E, o + E] that must hold the exact result. An output whose interval
-// lies strictly between two rounding boundaries of the target format is
-// decided; the multiprecision reference decides the others. Bounds are
-// first order with a safety factor, so the path refuses rows where the
-// first-order terms are not small.
+// row in double (or, on the extended rung, x87 extended precision): logits
+// (softcapped through bounded_exp) with running error bounds, a softmax
+// shifted by the largest computed logit through bounded_exp, sums with
+// running bounds, and for each output an interval [o - E, o + E] that must
+// hold the exact result. An output whose interval lies strictly between two
+// rounding boundaries of the target format is decided; the multiprecision
+// reference decides the others. Bounds are first order with a safety
+// factor, so the path refuses rows where the first-order terms are not
+// small. One template serves both precisions, so the two rungs cannot
+// differ in anything but their arithmetic.
 #include "reference/fast_reference.hpp"
 
 #include <algorithm>
@@ -22,9 +24,35 @@ namespace {
 
 constexpr double u = kUnitRoundoff;
 constexpr double kSafety = 1 + 0x1p-30;  // covers the rounding of the bound arithmetic itself
-constexpr double kTinyTerm = 0x1p-1000;  // bound on a weight exp(a) with a < kBoundedExpMin
 constexpr int kLanes = 8;                // independent partial sums of a logit's dot product
 constexpr std::size_t kKeyBlock = 32;    // keys per partial sum of P V and of the denominator
+
+// What differs between the rungs: the unit roundoff, the exp with its
+// proven bound and range (below it a weight counts as an absolute error of
+// at most tiny_term), the smallest positive value (an underflowing product
+// errs by at most that much), and a floor under each output's error for
+// the double rung's divisions that may underflow (none does in extended
+// precision, whose results are converted to doubles exactly, as a pair).
+template <typename Real>
+struct Arithmetic;
+template <>
+struct Arithmetic<double> {
+  static constexpr double unit = kUnitRoundoff;
+  static constexpr double exp_error = kBoundedExpError;
+  static constexpr double exp_min = kBoundedExpMin;
+  static constexpr double tiny_term = 0x1p-1000;  // exp(-700) < 2^-1009
+  static constexpr double output_floor = 0x1p-1070;
+  static double exp(double x) { return bounded_exp(x); }
+};
+template <>
+struct Arithmetic<long double> {
+  static constexpr long double unit = kExtendedUnitRoundoff;
+  static constexpr long double exp_error = kBoundedExpExtendedError;
+  static constexpr long double exp_min = kBoundedExpExtendedMin;
+  static constexpr long double tiny_term = 0x1p-15850L;  // exp(-11000) < 2^-15869
+  static constexpr double output_floor = 0;
+  static long double exp(long double x) { return bounded_exp_extended(x); }
+};
 
 // True when the exact value x with |x - approximation| <= error rounds to
 // `rounded` = round_to_format(approximation) in `target` for certain: the
@@ -41,29 +69,33 @@ bool rounding_is_decided(double approximation, double error, double rounded, con
   return error * (1 + 4 * u) < (cell.up - x) * (1 - 2 * u) && error * (1 + 4 * u) < (x - cell.down) * (1 - 2 * u);
 }
 
+template <typename Real>
 struct RowInputs {
   std::vector<int> visible;     // keys visible to the row
-  std::vector<double> logits;   // computed logits of the visible keys
-  double logit_error = 0;       // bound on |computed - exact| over the visible keys
+  std::vector<Real> logits;     // computed logits of the visible keys
+  Real logit_error = 0;         // bound on |computed - exact| over the visible keys
   bool finite = true;           // every logit finite (else the exact path, or the rule below)
   bool nonfinite_query_or_key = false;  // a NaN or infinity in q or a visible key: all NaN (SPEC 2.3)
 };
 
 // Logits s * (q . k_j) [capped] + mask_j for the visible keys, with their
 // error bound.
-RowInputs row_logits(const Problem& p, RowIndex r) {
-  RowInputs in;
+template <typename Real>
+RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
+  constexpr Real ur = Arithmetic<Real>::unit;
+  constexpr Real kUnderflow = std::numeric_limits<Real>::denorm_min();
+  RowInputs<Real> in;
   const int d = p.dims.d_k, g = p.kv_head_of(r.head);
   const std::span<const double> q = p.query_row(r);
   const bool q_finite = std::all_of(q.begin(), q.end(), [](double x) { return std::isfinite(x); });
   in.finite = q_finite;
   // The default scale 1/sqrt(d_k) is two correctly rounded operations away
   // from exact: relative error <= 2u + u^2.
-  const double scale = p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(d));
-  const double scale_error = p.scale ? 0.0 : 2.01 * u * scale;
-  const double cap = p.softcap ? *p.softcap : 0.0;
+  const Real scale = p.scale ? static_cast<Real>(*p.scale) : 1 / std::sqrt(static_cast<Real>(d));
+  const Real scale_error = p.scale ? 0 : Real(2.01) * ur * scale;
+  const Real cap = p.softcap ? static_cast<Real>(*p.softcap) : 0;
   if (p.softcap && !(cap > 0 && std::isfinite(cap))) in.finite = false;
-  double worst = 0;
+  Real worst = 0;
   // Without a mask or causal masking every key is visible with mask 0;
   // skipping the per-key lookups matters for short rows.
   const bool unmasked = p.mask_kind == MaskKind::none && p.causal == Causal::none;
@@ -80,22 +112,22 @@ RowInputs row_logits(const Problem& p, RowIndex r) {
     // up |every partial sum| formed. The products are summed in kLanes
     // independent lanes (component t in lane t % kLanes, which the compiler
     // can vectorise), then the lanes pairwise.
-    double lane[kLanes] = {}, lane_partials[kLanes] = {}, lane_magnitude[kLanes] = {};
+    Real lane[kLanes] = {}, lane_partials[kLanes] = {}, lane_magnitude[kLanes] = {};
     int t = 0;
     for (; t + kLanes <= d; t += kLanes)
       for (int l = 0; l < kLanes; ++l) {
-        const double product = q[static_cast<std::size_t>(t + l)] * k[static_cast<std::size_t>(t + l)];
+        const Real product = static_cast<Real>(q[static_cast<std::size_t>(t + l)]) * k[static_cast<std::size_t>(t + l)];
         lane[l] += product;
         lane_magnitude[l] += std::fabs(product);
         lane_partials[l] += std::fabs(lane[l]);
       }
     for (int l = 0; t < d; ++t, ++l) {
-      const double product = q[static_cast<std::size_t>(t)] * k[static_cast<std::size_t>(t)];
+      const Real product = static_cast<Real>(q[static_cast<std::size_t>(t)]) * k[static_cast<std::size_t>(t)];
       lane[l] += product;
       lane_magnitude[l] += std::fabs(product);
       lane_partials[l] += std::fabs(lane[l]);
     }
-    double magnitude = 0, partial_sums = 0;
+    Real magnitude = 0, partial_sums = 0;
     for (int l = 0; l < kLanes; ++l) {
       magnitude += lane_magnitude[l];
       partial_sums += lane_partials[l];
@@ -105,15 +137,15 @@ RowInputs row_logits(const Problem& p, RowIndex r) {
         lane[l] += lane[l + width];
         partial_sums += std::fabs(lane[l]);
       }
-    const double dot = lane[0];
-    const double mask = unmasked ? 0.0 : p.mask_value(r, j);
-    const double scaled = dot * scale;
+    const Real dot = lane[0];
+    const Real mask = unmasked ? 0 : static_cast<Real>(p.mask_value(r, j));
+    const Real scaled = dot * scale;
     // The dot product's running bound times the scale; the scale's error
     // times |q.k|; one rounding for the product with the scale;
-    // d * 2^-1074 for products and sums that underflow.
-    double error = (u * (partial_sums + magnitude) * scale + magnitude * scale_error) * (1 + 2 * u) +
-                   d * 0x1p-1074 * scale + u * std::fabs(scaled);
-    double capped = scaled;
+    // d * (smallest subnormal) for products and sums that underflow.
+    Real error = (ur * (partial_sums + magnitude) * scale + magnitude * scale_error) * (1 + 2 * ur) +
+                 d * kUnderflow * scale + ur * std::fabs(scaled);
+    Real capped = scaled;
     if (p.softcap) {
       // c tanh(y), y = scaled / c, with tanh|y| = (1 - e) / (1 + e), e =
       // exp(-2|y|) from bounded_exp. |d tanh / d y| <= 1, so the error of
@@ -121,25 +153,26 @@ RowInputs row_logits(const Problem& p, RowIndex r) {
       // The formula's own error is at most 7u absolute: the exp's 8u e
       // moves the quotient by at most 16u e / (1 + e)^2 <= 4u, and its
       // three roundings by u each (all quotients are at most 1); 10u is
-      // used. For |y| > 350, e < 2^-1000 and tanh|y| is taken as 1.
-      const double y = scaled / cap;
-      const double a = std::fabs(y);
-      double tanh_a = 1;
-      if (-2 * a >= kBoundedExpMin) {
-        const double e = bounded_exp(-2 * a);
+      // used. Past the exp's range (|y| > 350 in double), e < tiny_term
+      // and tanh|y| is taken as 1.
+      const Real y = scaled / cap;
+      const Real a = std::fabs(y);
+      Real tanh_a = 1;
+      if (-2 * a >= Arithmetic<Real>::exp_min) {
+        const Real e = Arithmetic<Real>::exp(-2 * a);
         tanh_a = (1 - e) / (1 + e);
       }
       capped = cap * std::copysign(tanh_a, y);
-      error += cap * (u * a + 10 * u + 0x1p-1000) + u * std::fabs(capped);
+      error += cap * (ur * a + 10 * ur + Arithmetic<Real>::tiny_term) + ur * std::fabs(capped);
     }
-    const double logit = capped + mask;
+    const Real logit = capped + mask;
     if (!std::isfinite(logit) || !std::isfinite(magnitude)) in.finite = false;
-    error += u * std::fabs(logit);  // adding the mask
+    error += ur * std::fabs(logit);  // adding the mask
     worst = std::max(worst, error);
     in.visible.push_back(j);
     in.logits.push_back(logit);
   }
-  in.logit_error = worst * (1 + (d + 8) * u) * kSafety;  // the bound's own roundings
+  in.logit_error = worst * (1 + (d + 8) * ur) * kSafety;  // the bound's own roundings
   return in;
 }
 
@@ -150,32 +183,34 @@ RowInputs row_logits(const Problem& p, RowIndex r) {
 // (u times the partial sums plus the magnitude of the products bounds a
 // sum's rounding error). The bound and the value come from the same loop,
 // so they cannot describe different summation orders.
+template <typename Real>
 struct WeightedSums {
-  std::vector<double> numerator, magnitude, numerator_partials;
-  double denominator = 0, denominator_partials = 0;
+  std::vector<Real> numerator, magnitude, numerator_partials;
+  Real denominator = 0, denominator_partials = 0;
 };
 
-WeightedSums weighted_sums(const Problem& p, RowIndex r, std::span<const int> keys, std::span<const double> weight) {
+template <typename Real>
+WeightedSums<Real> weighted_sums(const Problem& p, RowIndex r, std::span<const int> keys, std::span<const Real> weight) {
   const auto dv = static_cast<std::size_t>(p.dims.d_v);
   const int g = p.kv_head_of(r.head);
-  WeightedSums sums;
-  sums.numerator.assign(dv, 0.0);
-  sums.magnitude.assign(dv, 0.0);
-  sums.numerator_partials.assign(dv, 0.0);
-  std::vector<double> block_numerator(dv), block_magnitude(dv);
+  WeightedSums<Real> sums;
+  sums.numerator.assign(dv, 0);
+  sums.magnitude.assign(dv, 0);
+  sums.numerator_partials.assign(dv, 0);
+  std::vector<Real> block_numerator(dv), block_magnitude(dv);
   for (std::size_t start = 0; start < keys.size(); start += kKeyBlock) {
-    std::fill(block_numerator.begin(), block_numerator.end(), 0.0);
-    std::fill(block_magnitude.begin(), block_magnitude.end(), 0.0);
-    double block_denominator = 0;
+    std::fill(block_numerator.begin(), block_numerator.end(), Real(0));
+    std::fill(block_magnitude.begin(), block_magnitude.end(), Real(0));
+    Real block_denominator = 0;
     for (std::size_t j = start; j < std::min(keys.size(), start + kKeyBlock); ++j) {
       const double* v = p.value_row(r.batch, g, keys[j]).data();
-      const double w = weight[j];
+      const Real w = weight[j];
       block_denominator += w;
       sums.denominator_partials += block_denominator;
-      double* numerator = block_numerator.data();
-      double* magnitude = block_magnitude.data();
-      double* partials = sums.numerator_partials.data();
-      for (std::size_t t = 0; t < dv; ++t) {  // plain arrays: vectorised
+      Real* numerator = block_numerator.data();
+      Real* magnitude = block_magnitude.data();
+      Real* partials = sums.numerator_partials.data();
+      for (std::size_t t = 0; t < dv; ++t) {  // plain arrays: vectorised in double
         numerator[t] += w * v[t];
         magnitude[t] += w * std::fabs(v[t]);
         partials[t] += std::fabs(numerator[t]);
@@ -238,7 +273,7 @@ void enclose_exactly(const Problem& p, RowIndex r, FastRow& row) {
   row.escalated_outputs = row.out_double.size();
   const int g = p.kv_head_of(r.head);
   for (std::size_t t = 0; t < row.out_double.size(); ++t) {
-    row.out_error[t] = std::isfinite(wide.out[t]) ? std::fabs(wide.out[t]) * u + 0x1p-1074 : 0.0;
+    row.out_error[t] = std::isfinite(wide.out[t]) ? std::fabs(wide.out[t]) * u + 0x1p-1070 : 0.0;
     double scale = 0;
     for (int j = 0; j < p.dims.kv_len; ++j)
       scale += wide.weights[static_cast<std::size_t>(j)] * std::fabs(p.value_row(r.batch, g, j)[t]);
@@ -246,19 +281,39 @@ void enclose_exactly(const Problem& p, RowIndex r, FastRow& row) {
   }
 }
 
-}  // namespace
+// A non-negative bound as a double no smaller than it.
+double bound_as_double(double bound) { return bound; }
+double bound_as_double(long double bound) {
+  const double rounded = static_cast<double>(bound);
+  return rounded < bound ? std::nextafter(rounded, INFINITY) : rounded;
+}
 
-FastRow enclosed_row(const Problem& p, RowIndex r) {
+// Stores x +- error as the pair out_double + out_low (out_low is 0 on the
+// double rung; on the extended rung it holds what the double lacks, and the
+// part of x the pair misses, computed exactly, joins the error).
+template <typename Real>
+void store_output(Real x, Real error, double& high, double& low, double& stored_error) {
+  high = static_cast<double>(x);
+  const Real rest = x - high;  // exact: x and its rounding are close
+  low = static_cast<double>(rest);
+  stored_error = bound_as_double(error + std::fabs(rest - low)) + Arithmetic<Real>::output_floor;
+}
+
+// The enclosure of one row in arithmetic Real (SPEC.md section 5, step 5).
+template <typename Real>
+FastRow enclose(const Problem& p, RowIndex r) {
+  constexpr Real ur = Arithmetic<Real>::unit, exp_error = Arithmetic<Real>::exp_error;
   const auto dv = static_cast<std::size_t>(p.dims.d_v);
   const auto S = static_cast<std::size_t>(p.dims.kv_len);
   FastRow row;
   row.out_double.assign(dv, 0.0);
+  row.out_low.assign(dv, 0.0);
   row.out_error.assign(dv, 0.0);
   row.abs_scale.assign(dv, 0.0);
   row.weights.assign(S, 0.0);
   row.lse = -std::numeric_limits<double>::infinity();
 
-  const RowInputs in = row_logits(p, r);
+  const RowInputs<Real> in = row_logits<Real>(p, r);
   if (in.visible.empty()) return row;  // no visible key: exactly 0 (SPEC section 2.3)
   if (in.nonfinite_query_or_key) {
     // SPEC section 2.3: every output, visible weight and the lse are NaN,
@@ -275,34 +330,35 @@ FastRow enclosed_row(const Problem& p, RowIndex r) {
   }
 
   const std::size_t n = in.visible.size();
-  const double shift = *std::max_element(in.logits.begin(), in.logits.end());
+  const Real shift = *std::max_element(in.logits.begin(), in.logits.end());
   // Weights exp(x_j - shift) * (1 + rho_j): the shifted argument is off by
   // at most logit_error + u |a_j| (the subtraction), which bounded_exp's
   // own error multiplies.
-  std::vector<double> weight(n);
-  double argument_error = 0, tiny = 0;
+  std::vector<Real> weight(n);
+  Real argument_error = 0, tiny = 0;
   for (std::size_t j = 0; j < n; ++j) {
-    const double a = in.logits[j] - shift;
-    if (a < kBoundedExpMin) {
-      weight[j] = 0;  // exact value below exp(-700 + error): an absolute error instead
+    const Real a = in.logits[j] - shift;
+    if (a < Arithmetic<Real>::exp_min) {
+      weight[j] = 0;  // exact value below exp(exp_min + error): an absolute error instead
       tiny += 1;
       continue;
     }
-    argument_error = std::max(argument_error, u * std::fabs(a));
-    weight[j] = bounded_exp(a);
+    argument_error = std::max(argument_error, ur * std::fabs(a));
+    weight[j] = Arithmetic<Real>::exp(a);
   }
-  const double eta = in.logit_error + argument_error * kSafety;
-  const double rho = (std::expm1(eta) * (1 + kBoundedExpError) + kBoundedExpError) * kSafety;
+  const Real eta = in.logit_error + argument_error * kSafety;
+  const Real rho = (std::expm1(eta) * (1 + exp_error) + exp_error) * kSafety;
   // The running bounds below are at most gamma of the longest chain of
   // additions times the magnitudes; when that is not small, the first-order
   // treatment of products of error factors is not safe.
-  const double sum_gamma = gamma(static_cast<double>(kKeyBlock + (n + kKeyBlock - 1) / kKeyBlock + 1), u);
+  const Real sum_gamma =
+      gamma(static_cast<double>(kKeyBlock + (n + kKeyBlock - 1) / kKeyBlock + 1), static_cast<double>(ur));
   if (!(rho < 0x1p-20) || !(sum_gamma < 0x1p-20)) {
     enclose_exactly(p, r, row);
     return row;
   }
 
-  const WeightedSums sums = weighted_sums(p, r, in.visible, weight);
+  const WeightedSums<Real> sums = weighted_sums<Real>(p, r, in.visible, weight);
   // A non-finite magnitude: a NaN or infinite value (that column is NaN,
   // SPEC section 2.3), or overflow (the exact path's). The largest |V| of
   // a column is needed only for the tiny weights' absolute error.
@@ -319,52 +375,107 @@ FastRow enclosed_row(const Problem& p, RowIndex r) {
     }
   }
   // denominator >= 1: the largest logit's weight is exp(0) = 1 exactly.
-  const double denominator = sums.denominator;
-  const double chain = 1 + (n + 4) * u;  // the running bounds' own roundings
-  const double second_order = 1 + 2 * rho + 2 * sum_gamma;
-  const double denominator_error =
-      (u * sums.denominator_partials * chain + rho * denominator + tiny * kTinyTerm) * second_order * kSafety;
+  const Real denominator = sums.denominator;
+  const Real chain = 1 + (n + 4) * ur;  // the running bounds' own roundings
+  const Real second_order = 1 + 2 * rho + 2 * sum_gamma;
+  const Real denominator_error =
+      (ur * sums.denominator_partials * chain + rho * denominator + tiny * Arithmetic<Real>::tiny_term) *
+      second_order * kSafety;
+  // Each product w_j V[j][t] that underflows errs by at most the smallest
+  // subnormal instead of u relative.
+  const Real underflow = static_cast<Real>(n) * std::numeric_limits<Real>::denorm_min();
   for (std::size_t t = 0; t < dv; ++t) {
     // |N - exact N| <= u (partial sums + sum w|v|) + rho sum w|v| + tiny
     // terms. With o the exact output, N/D - o = (N - exact N)/D +
     // o (exact D - D)/D, and |o| <= |N/D| + |N/D - o| solves to the bound
     // below; the division adds u |output|.
-    const double numerator_error =
-        (u * (sums.numerator_partials[t] + sums.magnitude[t]) * chain + rho * sums.magnitude[t] +
-         tiny * kTinyTerm * largest[t]) *
+    const Real numerator_error =
+        (ur * (sums.numerator_partials[t] + sums.magnitude[t]) * chain + rho * sums.magnitude[t] +
+         tiny * Arithmetic<Real>::tiny_term * largest[t] + underflow) *
         second_order;
     if (!finite[t]) {  // a NaN or infinite value at a visible key: NaN (SPEC section 2.3)
       row.out_double[t] = std::numeric_limits<double>::quiet_NaN();
       continue;
     }
-    const double output = sums.numerator[t] / denominator;
-    const double quotient = std::fabs(output) * (1 + u);
-    row.out_double[t] = output;
-    row.out_error[t] =
-        (u * quotient + (numerator_error + quotient * denominator_error) / (denominator - denominator_error)) * kSafety +
-        0x1p-1070;
-    row.abs_scale[t] = sums.magnitude[t] / denominator;
+    // A column of zeros at every visible key: exactly 0 (out, low and
+    // error already are), whatever the weights' errors.
+    if (sums.magnitude[t] == 0 && column_values(p, r, in.visible, t).largest == 0) continue;
+    const Real output = sums.numerator[t] / denominator;
+    const Real quotient = std::fabs(output) * (1 + ur);
+    const Real error =
+        (ur * quotient + (numerator_error + quotient * denominator_error) / (denominator - denominator_error)) * kSafety;
+    store_output(output, error, row.out_double[t], row.out_low[t], row.out_error[t]);
+    row.abs_scale[t] = static_cast<double>(sums.magnitude[t] / denominator);
   }
-  for (std::size_t j = 0; j < n; ++j) row.weights[static_cast<std::size_t>(in.visible[j])] = weight[j] / denominator;
+  for (std::size_t j = 0; j < n; ++j)
+    row.weights[static_cast<std::size_t>(in.visible[j])] = static_cast<double>(weight[j] / denominator);
   // lse = shift + log(exact D), the logits' errors being in derr through
   // rho: log moves by at most derr / (D - derr) when D does; std::log is
   // taken to err by at most 2 ulp (glibc documents 1 on x86-64), and the
-  // addition by u |lse|.
-  const double log_denominator = std::log(denominator);
-  row.lse = shift + log_denominator;
-  row.lse_error = (denominator_error / (denominator - denominator_error) +
-                   4 * u * std::fabs(log_denominator) + u * std::fabs(row.lse)) *
-                  kSafety * (1 + 4 * u);
+  // addition by u |lse|. On the extended rung the lse's rounding to double
+  // joins the error.
+  const Real log_denominator = std::log(denominator);
+  const Real lse = shift + log_denominator;
+  const Real lse_error = (denominator_error / (denominator - denominator_error) + 4 * ur * std::fabs(log_denominator) +
+                          ur * std::fabs(lse)) *
+                         kSafety * (1 + 4 * ur);
+  row.lse = static_cast<double>(lse);
+  row.lse_error = bound_as_double(lse_error + std::fabs(lse - row.lse));
   return row;
+}
+
+// True when the exact value, within error of high + low, rounds to the
+// double `high` for certain: the interval lies strictly inside the cell
+// between the midpoints next to `high` (half its spacings; the gaps are
+// computed exactly in extended precision).
+bool float64_rounding_is_decided(double high, double low, double error) {
+  if (!std::isfinite(high) || high == 0 || !std::isfinite(error) ||
+      std::fabs(high) == std::numeric_limits<double>::max())
+    return false;
+  const long double magnitude = std::fabs(high);
+  const long double offset = std::copysign(1.0L, high) * low;  // signed towards larger magnitudes
+  const long double half_up = (static_cast<long double>(std::nextafter(std::fabs(high), INFINITY)) - magnitude) / 2;
+  const long double half_down = (magnitude - std::nextafter(std::fabs(high), 0.0)) / 2;
+  return offset + error < half_up && error - offset < half_down;
+}
+
+}  // namespace
+
+FastRow enclosed_row(const Problem& p, RowIndex r, EnclosurePrecision precision) {
+  return precision == EnclosurePrecision::extended ? enclose<long double>(p, r) : enclose<double>(p, r);
 }
 
 FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target) {
   FastRow row = enclosed_row(p, r);
   const auto dv = row.out_double.size();
   row.out.assign(dv, 0.0);
+  if (target == FormatId::float64 && !row.escalated && !std::isnan(row.lse) &&
+      row.lse != -std::numeric_limits<double>::infinity()) {
+    // A double evaluation cannot certify a float64 rounding; the extended
+    // rung usually can, and the exact path decides the rest.
+    FastRow extended = enclosed_row(p, r, EnclosurePrecision::extended);
+    if (!extended.escalated) {
+      std::vector<int> undecided;
+      extended.out.assign(dv, 0.0);
+      for (std::size_t t = 0; t < dv; ++t) {
+        extended.out[t] = extended.out_double[t];
+        if (std::isnan(extended.out_double[t])) continue;  // exactly NaN (SPEC section 2.3)
+        if (!float64_rounding_is_decided(extended.out_double[t], extended.out_low[t], extended.out_error[t]))
+          undecided.push_back(static_cast<int>(t));
+      }
+      if (!undecided.empty()) {
+        const RowResult exact = exact_row(p, r, target, undecided);
+        for (int t : undecided) extended.out[static_cast<std::size_t>(t)] = exact.out[static_cast<std::size_t>(t)];
+        extended.escalated = true;
+        extended.escalated_outputs = undecided.size();
+      }
+      return extended;
+    }
+    row = std::move(extended);
+  }
   if (row.escalated || target == FormatId::float64) {
-    // The enclosure came from the multiprecision path, or a double
-    // evaluation cannot certify a float64 rounding: the exact path rounds.
+    // The enclosure came from the multiprecision path, or is a float64
+    // target's with an escalated extended rung: the exact path rounds.
     if (std::isnan(row.lse) && !row.escalated) {  // a NaN query or key: all NaN, in every format
       row.out = row.out_double;
       return row;

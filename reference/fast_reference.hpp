@@ -18,7 +18,8 @@ namespace attnspec {
 struct FastRow {
   std::vector<double> out;         // d_v values: the exact outputs correctly rounded to the target (certified)
   std::vector<double> out_double;  // d_v approximations of the exact outputs ...
-  std::vector<double> out_error;   // ... with |out_double[t] - exact[t]| <= out_error[t] (rigorous)
+  std::vector<double> out_low;     // ... plus these corrections (0 but on the extended rung) ...
+  std::vector<double> out_error;   // ... with |out_double[t] + out_low[t] - exact[t]| <= out_error[t] (rigorous)
   std::vector<double> abs_scale;   // d_v values of sum_j w_j |V[j][t]|, the |P||V| of SPEC 6.7 (approximate)
   std::vector<double> weights;     // S approximate weights (relative error below 2^-19, about 1e-13 in practice), 0 at blocked keys
   double lse = 0;                  // approximation of the exact log-sum-exp (-inf for a row with no visible key) ...
@@ -33,7 +34,13 @@ struct FastRow {
 // inputs, first-order terms that are not small) come from the
 // multiprecision reference, correctly rounded to float64 (`escalated`).
 // The harness judges kernels against these enclosures.
-FastRow enclosed_row(const Problem& p, RowIndex r);
+// EnclosurePrecision::extended evaluates the same row in x87 extended
+// precision (u = 2^-64): about 2^11 times narrower enclosures, at a few
+// times the cost, for the verdicts a double enclosure leaves open (a
+// float64 kernel's bounds are a few float64 ulps); its outputs are pairs
+// out_double + out_low.
+enum class EnclosurePrecision { binary64, extended };
+FastRow enclosed_row(const Problem& p, RowIndex r, EnclosurePrecision precision = EnclosurePrecision::binary64);
 
 // One row's outputs correctly rounded to `target`; safe to call from
 // several threads (escalations take turns). Outputs the enclosure cannot
