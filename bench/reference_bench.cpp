@@ -158,6 +158,9 @@ void fast_shapes(benchmark::internal::Benchmark* b) {
   for (long inputs = 1; inputs <= 4; ++inputs)
     for (auto target : {FormatId::float32, FormatId::bfloat16, FormatId::float16})
       b->Args({32, 256, 128, static_cast<long>(target), inputs});
+  // float64 targets: decided on the extended rung where it can.
+  for (auto [L, S, d] : {std::tuple{64, 64, 64}, std::tuple{32, 256, 128}, std::tuple{16, 4096, 128}})
+    b->Args({L, S, d, static_cast<long>(FormatId::float64), static_cast<long>(Inputs::normal)});
   b->ArgNames({"L", "S", "d", "format", "inputs"})->Unit(benchmark::kMillisecond);
 }
 BENCHMARK(BM_fast_certified)->Apply(fast_shapes);
