@@ -14,7 +14,9 @@
 // is 8u.
 #pragma once
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace attnspec {
@@ -48,7 +50,10 @@ inline double bounded_exp(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  return std::ldexp(p, static_cast<int>(k));
+  // Times 2^k, k in [-1010, 0], built from its bit pattern (std::ldexp is
+  // a library call, and this runs for every weight): exact, as p * 2^k is
+  // a normal number.
+  return p * std::bit_cast<double>(static_cast<std::uint64_t>(static_cast<int>(k) + 1023) << 52);
 }
 
 }  // namespace attnspec
