@@ -3,7 +3,8 @@
 // a verdict open (properties/harness.hpp). This test checks that the two
 // paths give the same verdict on a fixed problem set: the problems PREC
 // draws in the quick profile at seed 1 (small, tile-sized, softcapped,
-// masked, non-finite), for correct kernels and for mutants that fail.
+// masked, non-finite), for correct kernels and for mutants that fail,
+// float64 ones too (whose verdicts the extended rung settles).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -48,13 +49,35 @@ std::vector<Problem> problem_set() {
   return kept;
 }
 
+// A float64 kernel off by a relative 2^-47 (64 ulps) at every output: its
+// verdicts lie near its bounds of a few tens of ulps, where the double
+// enclosures cannot decide and the extended rung must.
+class OffByUlps final : public Kernel {
+ public:
+  OffByUlps() : inner_(make_kernel("naive-f64")) {}
+  std::string name() const override { return "naive-f64 x (1 + 2^-47)"; }
+  KernelFormats formats() const override { return inner_->formats(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  KernelResult run(const Problem& p) override {
+    KernelResult r = inner_->run(p);
+    for (double& x : r.out) x *= 1 + 0x1p-47;
+    return r;
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+};
+
 struct Verdict {
   bool outputs_within = false;
   bool lse_within = false;
 };
 
+std::size_t extended_rows = 0;  // rows the extended rung settled, over the test
+
 Verdict judge(Kernel& kernel, const Problem& p, ReferencePath path) {
   const Evaluation e = evaluate(kernel, p, FullyMaskedRows::as_declared, path);
+  extended_rows += e.extended_rows;
   ErrorStats stats;
   Verdict v;
   v.outputs_within = outside_bound(p, e, output_unit(kernel), stats).empty();
@@ -71,7 +94,8 @@ TEST(HarnessReference, FastAndMultiprecisionPathsGiveTheSameVerdicts) {
   const std::vector<Problem> problems = problem_set();
   ASSERT_GE(problems.size(), 80u);
   std::vector<std::unique_ptr<Kernel>> kernels;
-  for (const char* name : {"online-f32", "online-bf16"}) kernels.push_back(make_kernel(name));
+  for (const char* name : {"online-f32", "online-bf16", "naive-f64"}) kernels.push_back(make_kernel(name));
+  kernels.push_back(std::make_unique<OffByUlps>());
   for (const MutantEntry& m : mutant_kernels())
     if (m.name == "mutant-weights-bf16" || m.name == "mutant-values-bf16") kernels.push_back(m.make());
   int outside = 0, judged = 0;
@@ -84,8 +108,10 @@ TEST(HarnessReference, FastAndMultiprecisionPathsGiveTheSameVerdicts) {
       outside += !exact.outputs_within;
       ++judged;
     }
-  std::printf("  %d verdicts, %d of them outside the bound, equal on both paths\n", judged, outside);
+  std::printf("  %d verdicts, %d of them outside the bound, equal on both paths; %zu rows settled on the extended rung\n",
+              judged, outside, extended_rows);
   EXPECT_GT(outside, 20);  // the set has failing verdicts to agree on, not only passes
+  EXPECT_GT(extended_rows, 0u);  // and the extended rung took part
 }
 
 }  // namespace
