@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <type_traits>
 
 #include "reference/bounded_exp.hpp"
 #include "reference/certified.hpp"
@@ -69,6 +70,57 @@ bool rounding_is_decided(double approximation, double error, double rounded, con
   return error * (1 + 4 * u) < (cell.up - x) * (1 - 2 * u) && error * (1 + 4 * u) < (x - cell.down) * (1 - 2 * u);
 }
 
+// q . k_j with what its running error bound (Wilkinson) needs: each
+// addition errs by at most u |its result| and each product by u |product|,
+// so the dot product errs by at most u (partial_sums + magnitude), where
+// partial_sums adds up |every partial sum| formed. The products are summed
+// in kLanes independent lanes (component t in lane t % kLanes, which the
+// compiler can vectorise), then the lanes pairwise.
+template <typename Real>
+struct DotProduct {
+  Real value = 0, partial_sums = 0, magnitude = 0;
+};
+
+template <typename Real>
+inline DotProduct<Real> dot_with_running_bound(const double* q, const double* k, int d) {
+  Real lane[kLanes] = {}, lane_partials[kLanes] = {}, lane_magnitude[kLanes] = {};
+  int t = 0;
+  for (; t + kLanes <= d; t += kLanes)
+    for (int l = 0; l < kLanes; ++l) {
+      const Real product = static_cast<Real>(q[t + l]) * k[t + l];
+      lane[l] += product;
+      lane_magnitude[l] += std::fabs(product);
+      lane_partials[l] += std::fabs(lane[l]);
+    }
+  for (int l = 0; t < d; ++t, ++l) {
+    const Real product = static_cast<Real>(q[t]) * k[t];
+    lane[l] += product;
+    lane_magnitude[l] += std::fabs(product);
+    lane_partials[l] += std::fabs(lane[l]);
+  }
+  DotProduct<Real> result;
+  for (int l = 0; l < kLanes; ++l) {
+    result.magnitude += lane_magnitude[l];
+    result.partial_sums += lane_partials[l];
+  }
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) {
+      lane[l] += lane[l + width];
+      result.partial_sums += std::fabs(lane[l]);
+    }
+  result.value = lane[0];
+  return result;
+}
+
+// The double rung's dot products, the fast path's hottest loop, compiled
+// also for AVX2 and AVX-512 and chosen by the CPU at load time. Every
+// clone performs the same operations in the same order (ISO C++ mode: no
+// contraction into FMA), so every clone returns the same values.
+[[gnu::target_clones("avx512f", "avx2", "default")]] DotProduct<double> dot_in_double(const double* q, const double* k,
+                                                                                     int d) {
+  return dot_with_running_bound<double>(q, k, d);
+}
+
 template <typename Real>
 struct RowInputs {
   std::vector<int> visible;     // keys visible to the row
@@ -106,38 +158,12 @@ RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
     const std::span<const double> k = p.key_row(r.batch, g, j);
     if (!q_finite || !std::all_of(k.begin(), k.end(), [](double x) { return std::isfinite(x); }))
       in.nonfinite_query_or_key = true;
-    // A running error bound (Wilkinson): each addition errs by at most
-    // u |its result| and each product by u |product|, so the dot product
-    // errs by at most u (partial_sums + magnitude), where partial_sums adds
-    // up |every partial sum| formed. The products are summed in kLanes
-    // independent lanes (component t in lane t % kLanes, which the compiler
-    // can vectorise), then the lanes pairwise.
-    Real lane[kLanes] = {}, lane_partials[kLanes] = {}, lane_magnitude[kLanes] = {};
-    int t = 0;
-    for (; t + kLanes <= d; t += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        const Real product = static_cast<Real>(q[static_cast<std::size_t>(t + l)]) * k[static_cast<std::size_t>(t + l)];
-        lane[l] += product;
-        lane_magnitude[l] += std::fabs(product);
-        lane_partials[l] += std::fabs(lane[l]);
-      }
-    for (int l = 0; t < d; ++t, ++l) {
-      const Real product = static_cast<Real>(q[static_cast<std::size_t>(t)]) * k[static_cast<std::size_t>(t)];
-      lane[l] += product;
-      lane_magnitude[l] += std::fabs(product);
-      lane_partials[l] += std::fabs(lane[l]);
-    }
-    Real magnitude = 0, partial_sums = 0;
-    for (int l = 0; l < kLanes; ++l) {
-      magnitude += lane_magnitude[l];
-      partial_sums += lane_partials[l];
-    }
-    for (int width = kLanes / 2; width >= 1; width /= 2)
-      for (int l = 0; l < width; ++l) {
-        lane[l] += lane[l + width];
-        partial_sums += std::fabs(lane[l]);
-      }
-    const Real dot = lane[0];
+    DotProduct<Real> dot_product;
+    if constexpr (std::is_same_v<Real, double>)
+      dot_product = dot_in_double(q.data(), k.data(), d);
+    else
+      dot_product = dot_with_running_bound<Real>(q.data(), k.data(), d);
+    const Real dot = dot_product.value, magnitude = dot_product.magnitude, partial_sums = dot_product.partial_sums;
     const Real mask = unmasked ? 0 : static_cast<Real>(p.mask_value(r, j));
     const Real scaled = dot * scale;
     // The dot product's running bound times the scale; the scale's error
@@ -227,19 +253,23 @@ WeightedSums<Real> weighted_sums(const Problem& p, RowIndex r, std::span<const i
   return sums;
 }
 
-// Column t's largest |V| over the keys, and whether all are finite (a
-// second pass, taken only where needed).
+// Each column's largest |V| over the keys, and whether all are finite: a
+// second pass over the values (row by row, as they are stored), taken only
+// where needed.
 struct ColumnValues {
-  double largest = 0;
-  bool finite = true;
+  std::vector<double> largest;
+  std::vector<char> finite;
 };
-ColumnValues column_values(const Problem& p, RowIndex r, std::span<const int> keys, std::size_t t) {
+ColumnValues column_values(const Problem& p, RowIndex r, std::span<const int> keys) {
+  const auto dv = static_cast<std::size_t>(p.dims.d_v);
   const int g = p.kv_head_of(r.head);
-  ColumnValues c;
+  ColumnValues c{std::vector<double>(dv, 0.0), std::vector<char>(dv, 1)};
   for (int j : keys) {
-    const double v = p.value_row(r.batch, g, j)[t];
-    c.finite = c.finite && std::isfinite(v);
-    c.largest = std::max(c.largest, std::fabs(v));
+    const double* v = p.value_row(r.batch, g, j).data();
+    for (std::size_t t = 0; t < dv; ++t) {
+      c.finite[t] = c.finite[t] && std::isfinite(v[t]);
+      c.largest[t] = std::max(c.largest[t], std::fabs(v[t]));
+    }
   }
   return c;
 }
@@ -362,18 +392,18 @@ FastRow enclose(const Problem& p, RowIndex r) {
   // A non-finite magnitude: a NaN or infinite value (that column is NaN,
   // SPEC section 2.3), or overflow (the exact path's). The largest |V| of
   // a column is needed only for the tiny weights' absolute error.
-  std::vector<char> finite(dv, 1);
-  std::vector<double> largest(dv, 0.0);
-  for (std::size_t t = 0; t < dv; ++t) {
-    if (std::isfinite(sums.magnitude[t]) && tiny == 0) continue;
-    const ColumnValues column = column_values(p, r, in.visible, t);
-    finite[t] = column.finite;
-    largest[t] = column.largest;
-    if (column.finite && !std::isfinite(sums.magnitude[t])) {
+  // The second pass is needed for a column with a non-finite or zero
+  // magnitude, or when tiny weights were dropped.
+  bool second_pass = tiny > 0;
+  for (std::size_t t = 0; t < dv && !second_pass; ++t)
+    second_pass = !std::isfinite(sums.magnitude[t]) || sums.magnitude[t] == 0;
+  ColumnValues columns{std::vector<double>(dv, 0.0), std::vector<char>(dv, 1)};
+  if (second_pass) columns = column_values(p, r, in.visible);
+  for (std::size_t t = 0; t < dv; ++t)
+    if (columns.finite[t] && !std::isfinite(sums.magnitude[t])) {
       enclose_exactly(p, r, row);
       return row;
     }
-  }
   // denominator >= 1: the largest logit's weight is exp(0) = 1 exactly.
   const Real denominator = sums.denominator;
   const Real chain = 1 + (n + 4) * ur;  // the running bounds' own roundings
@@ -391,15 +421,15 @@ FastRow enclose(const Problem& p, RowIndex r) {
     // below; the division adds u |output|.
     const Real numerator_error =
         (ur * (sums.numerator_partials[t] + sums.magnitude[t]) * chain + rho * sums.magnitude[t] +
-         tiny * Arithmetic<Real>::tiny_term * largest[t] + underflow) *
+         tiny * Arithmetic<Real>::tiny_term * columns.largest[t] + underflow) *
         second_order;
-    if (!finite[t]) {  // a NaN or infinite value at a visible key: NaN (SPEC section 2.3)
+    if (!columns.finite[t]) {  // a NaN or infinite value at a visible key: NaN (SPEC section 2.3)
       row.out_double[t] = std::numeric_limits<double>::quiet_NaN();
       continue;
     }
     // A column of zeros at every visible key: exactly 0 (out, low and
     // error already are), whatever the weights' errors.
-    if (sums.magnitude[t] == 0 && column_values(p, r, in.visible, t).largest == 0) continue;
+    if (sums.magnitude[t] == 0 && columns.largest[t] == 0) continue;
     const Real output = sums.numerator[t] / denominator;
     const Real quotient = std::fabs(output) * (1 + ur);
     const Real error =
