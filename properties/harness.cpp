@@ -179,7 +179,8 @@ std::optional<bool> within_bound(double got, double reference, double reference_
   // |got - (reference + low)| in extended precision: two roundings of at
   // most 2^-64 relative each, covered by the slack.
   const long double error = std::fabs((static_cast<long double>(got) - reference) - reference_low);
-  if (!(error == error)) return false;  // NaN: outside any bound
+  if (std::isnan(error)) return false;         // NaN: outside any bound
+  if (std::isinf(error)) return std::isinf(bound);  // outside any finite bound
   const long double slack = error * 0x1p-62L;
   if (error + slack + reference_error <= bound) return true;
   if (error - slack - reference_error > bound) return false;
