@@ -26,7 +26,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # clauses it is known to fail (each explained in README.md, Findings; a
 # clause it leaves INCOMPLETE is written CLAUSE?), and
 # its options: "env" runs it with those environment variables; "ci_only"
-# lists clauses it fails only in the ci and full profiles; "cpu_kinds"
+# lists clauses it fails only in the ci and full profiles, "quick_only"
+# those it fails only in the quick profile (seed 1 of the others draws no
+# case that shows them); "cpu_kinds"
 # runs it only on those CPU kinds (a capped ISA is only news on a CPU above
 # it); "available" is how the kernel must answer about this CPU: True (must
 # run), False (must say it cannot), or the CPU kinds on which it must run.
@@ -38,16 +40,22 @@ KERNELS = [
     ("numpy-float32", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float32", [], {}),
     ("libtorch-sdpa-f64", "libtorch-sdpa-f64", ["MASKNAN", "FULLMASK", "NANPROP", "PRECREL"], {}),
     ("libtorch-sdpa-f32", "libtorch-sdpa-f32", ["MASKNAN", "FULLMASK", "NANPROP", "PRECREL"], {}),
-    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP"], {}),
+    # Its bfloat16 matmul accumulates P V in bfloat16 on small shapes
+    # (d_v = 1 at seed 1 of the ci profile): PRECTIGHT.
+    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP"], {"ci_only": ["PRECTIGHT"]}),
     ("onednn-f32", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {}),
     # oneDNN 2.6 has bf16 primitives only from AVX-512 (avx512_core) up.
     ("onednn-bf16", "onednn-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {"available": AVX512_KINDS}),
-    # SHIFT's flushed subnormals show in the ci profile's 300 cases, not
-    # in quick's 100.
-    ("xnnpack-f32", "xnnpack-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {"ci_only": ["SHIFT"]}),
+    # Its flushed subnormals show in GOLDEN's subnormal_output case (and
+    # its fully masked row there too).
+    ("xnnpack-f32", "xnnpack-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {}),
     ("onnxruntime-float32", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float32", ["MASKNAN", "NANPROP", "GOLDEN"], {}),
+    # Its float16 logits overflow (NaN outputs) in TEMP, BATCH, MASKADD and
+    # UNIFORM in quick; in the ci profile's larger draws in SCALE and
+    # PRECTIGHT too, while UNIFORM's cases there stay below the overflow.
     ("onnxruntime-float16", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float16",
-     ["MASKNAN", "NANPROP", "GOLDEN", "TEMP", "BATCH", "MASKADD", "UNIFORM"], {}),
+     ["MASKNAN", "NANPROP", "GOLDEN", "TEMP", "BATCH", "MASKADD", "UNIFORM"],
+     {"ci_only": ["SCALE", "PRECTIGHT"], "quick_only": ["UNIFORM"]}),
     # On an AVX-512 machine, the AVX2 code paths too, through the caps the
     # libraries read (XNNPACK has none; libtorch's bf16 matmul is chosen
     # from CPUID, not from a cap, so it is not repeated here).
@@ -196,7 +204,7 @@ def main():
                         [r["clause"] + "?" for r in report["results"] if r["status"] == "incomplete"])
         print("%d s, fails: %s" % (seconds, " ".join(failed) or "nothing"))
         if expected is not None and args.profile != "quick":
-            expected = list(expected) + options.get("ci_only", [])
+            expected = [c for c in expected if c not in options.get("quick_only", [])] + options.get("ci_only", [])
         if expected is not None and failed != sorted(expected):
             surprises.append("%s: fails %s, expected %s" % (name, failed or "nothing", sorted(expected) or "nothing"))
     if reports:

@@ -392,10 +392,33 @@ def single_key():
     return meta, q, k, v, None, check
 
 
+def subnormal_output():
+    # Two equal logits: weights exactly 1/2. The values are normal float32
+    # numbers, 2^-124 and -(2^-124 - 2^-138); their products with 1/2 are
+    # normal too, but their mean, 2^-139, is a float32 subnormal: a kernel
+    # that flushes subnormal results to zero returns 0.
+    q = tensor([[[[0.0]]]])
+    k = tensor([[[[0.0], [0.0]]]])
+    v = tensor([[[[2.0**-124, 1.0], [-(2.0**-124 - 2.0**-138), 3.0]]]])
+
+    def check(results, case):
+        assert all(ir.significant_string(a) == "5." + "0" * 59 + "E-1" for a in results.weights)
+        assert all(a.exact for a in results.out), "the mean of V is exact"
+        assert rounded(results, "out", "float32") == [2.0**-139, 2.0], "a float32 subnormal, exactly"
+        fmt = ir.FORMATS["float32"]
+        assert all(ir.is_representable(x, fmt) and (x == 0 or abs(x) >= 2.0**-126) for x in case.v)
+
+    meta = make_meta("float32", q, k, v,
+                     checks="normal float32 values whose exact mean, 2^-139, is a float32 subnormal "
+                            "(weights exactly 1/2): flushing subnormal results to zero gives 0")
+    return meta, q, k, v, None, check
+
+
 CASES = [
     seed_matrix, seed_two_keys, seed_zero_query, gqa, causal_top_left, causal_bottom_right,
     causal_bottom_right_long_q, dv_ne_dk, fully_masked_row, softcap, additive_mask,
     explicit_scale, midpoint_tie, bfloat16_inputs, float8_e4m3fn_inputs, single_key,
+    subnormal_output,
 ]
 
 

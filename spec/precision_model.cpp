@@ -40,19 +40,35 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   const double cap = p.softcap ? *p.softcap : 0.0;
   const auto q = p.query_row(r);
   double delta = 0;
-  for (int j : visible) {
+  // Approximate logits, for the keys whose exact weight underflows in
+  // double (below).
+  std::vector<double> logit(visible.size());
+  double logit_max = -kInfinity, logit_scale_max = 0;
+  for (std::size_t i = 0; i < visible.size(); ++i) {
+    const int j = visible[i];
     const auto k = p.key_row(r.batch, g, j);
-    // |q|.|k| in four independent lanes (vectorised; the margin below
-    // covers any order of these positive sums).
-    double lanes[4] = {};
+    // |q|.|k| and q.k in four independent lanes (vectorised; the margin
+    // below covers any order of these positive sums).
+    double lanes[4] = {}, signed_lanes[4] = {};
     int t = 0;
     for (; t + 4 <= d.d_k; t += 4)
-      for (int l = 0; l < 4; ++l) lanes[l] += std::fabs(q[t + l]) * std::fabs(k[t + l]);
-    for (; t < d.d_k; ++t) lanes[0] += std::fabs(q[t]) * std::fabs(k[t]);
+      for (int l = 0; l < 4; ++l) {
+        lanes[l] += std::fabs(q[t + l]) * std::fabs(k[t + l]);
+        signed_lanes[l] += q[t + l] * k[t + l];
+      }
+    for (; t < d.d_k; ++t) {
+      lanes[0] += std::fabs(q[t]) * std::fabs(k[t]);
+      signed_lanes[0] += q[t] * k[t];
+    }
     const double abs_dot = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    const double mask = p.mask_value(r, j);
     bound.dot_scale[static_cast<std::size_t>(j)] = s * abs_dot;
-    bound.logit_scale[static_cast<std::size_t>(j)] = s * abs_dot + cap + std::fabs(p.mask_value(r, j));
+    bound.logit_scale[static_cast<std::size_t>(j)] = s * abs_dot + cap + std::fabs(mask);
     delta = std::max(delta, gamma(d.d_k + 13, u) * bound.logit_scale[static_cast<std::size_t>(j)]);
+    const double scaled = s * ((signed_lanes[0] + signed_lanes[1]) + (signed_lanes[2] + signed_lanes[3]));
+    logit[i] = (p.softcap ? cap * std::tanh(scaled / cap) : scaled) + mask;
+    logit_max = std::max(logit_max, logit[i]);
+    logit_scale_max = std::max(logit_scale_max, bound.logit_scale[static_cast<std::size_t>(j)]);
   }
   bound.logit_error = delta;
 
@@ -70,9 +86,24 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   // column; the columns are then summed key by key (rows of V are
   // contiguous), each column's terms in the same order as one loop per column.
   std::vector<double> eta(visible.size(), 0.0);
+  // w_j eta_j for keys whose exact weight w_j underflows in double:
+  // w_j = w_max e^-(x_max - x_j) is then evaluated in log space, with the
+  // gap from the logits evaluated above, less twice their evaluation error
+  // (d_k + 16 roundings of at most their magnitude each, std::tanh within
+  // 2 ulps inside). A large Delta can lift such a weight to O(1): two
+  // logits 4096 apart at 2.1e6 are equal once stored in bfloat16.
+  std::vector<double> underflowed(visible.size(), 0.0);
   for (std::size_t i = 0; i < visible.size(); ++i) {
     const double w = exact_weights[static_cast<std::size_t>(visible[i])];
-    if (w == 0) continue;  // underflowed weights: in the lambda term
+    if (w == 0) {
+      const double slack =
+          2 * (d.d_k + 16) * kDoubleU * (bound.logit_scale[static_cast<std::size_t>(visible[i])] + logit_scale_max);
+      const double gap = std::max(0.0, logit_max - logit[i] - slack);
+      const double exponent = -gap + 2 * delta + (gap + 2 * slack + 2 * delta) * u;
+      underflowed[i] = std::isnan(exponent) ? 0.0 : w_max * std::exp(exponent) * (1 + g6) / normaliser_low;
+      bound.underflowed_weights += underflowed[i];
+      continue;
+    }
     const double gap = std::log(w_max) - std::log(w);  // x_max - x_j; w_max / w may overflow
     eta[i] = std::exp(2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low - 1;
   }
@@ -84,8 +115,8 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   for (std::size_t i = 0; i < visible.size(); ++i) {
     const double w = exact_weights[static_cast<std::size_t>(visible[i])];
     const double* values = p.value_row(r.batch, g, visible[i]).data();
-    const bool infinite_eta = w > 0 && std::isinf(eta[i]);
-    const double w_eta = w > 0 && !infinite_eta ? w * eta[i] : 0.0;
+    const bool infinite_eta = w > 0 ? std::isinf(eta[i]) : std::isinf(underflowed[i]);
+    const double w_eta = infinite_eta ? 0.0 : w > 0 ? w * eta[i] : underflowed[i];
     double* scale = bound.scale.data();
     double* sum = weighted.data();
     double* largest = largest_value.data();

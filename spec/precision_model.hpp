@@ -26,6 +26,10 @@ struct RowBound {
   // whole logit magnitude s sum|q||k| + c + |m_j| that Delta_j scales,
   // kept for the tight tier (spec/tight_bound.hpp).
   std::vector<double> dot_scale, logit_scale;
+  // Sum over the keys whose exact weight underflows in double of a bound
+  // on their computed weights (SPEC 6.4): where it is not tiny, the tight
+  // tier's first-order model does not hold.
+  double underflowed_weights = 0;
 };
 
 // `exact_weights` (S values) and `exact_out` (d_v values) are the certified

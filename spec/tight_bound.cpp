@@ -31,11 +31,19 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
   const bool narrow = acc.unit_roundoff > f32.unit_roundoff;
   const FormatInfo& arith = narrow ? f32 : acc;
   const double u = arith.unit_roundoff, u_s = narrow ? acc.unit_roundoff : 0.0;
+  // (P2) the query and the key may each be scaled and stored in the narrow
+  // format before their product: 2 u_s + u_s^2 relative to L_j, and the
+  // dot product's own errors on the rounded inputs; 2.01 u_s covers both.
+  const double scaled_inputs = 2.01 * u_s;
   const double u_o = out.unit_roundoff, lambda = kTightLambda;
   const Dims& d = p.dims;
   const int g = p.kv_head_of(r.head);
   const auto dv = static_cast<std::size_t>(d.d_v);
 
+  // Keys whose exact weight underflows enter below only through the
+  // underflow terms; where their computed weights may be larger (6.4),
+  // the worst case stands.
+  if (!(worst.underflowed_weights <= arith.min_normal)) return bound;
   std::vector<Key> keys;
   std::vector<double> largest_value(dv, 0.0);  // over every visible key, for the underflow terms
   double n = 0, w_max = 0, delta = 0;
@@ -46,7 +54,10 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
     w_max = std::max(w_max, w);
     const double magnitude = worst.logit_scale[static_cast<std::size_t>(j)];
     const double arithmetic = gamma(d.d_k + 13, u) * magnitude;
-    const double logit_error = arithmetic + u_s * (magnitude + arithmetic);  // 6.2, then stored
+    // 6.2, the scaled query and key stored before the product, then the
+    // logit stored.
+    const double logit_error = arithmetic + scaled_inputs * worst.dot_scale[static_cast<std::size_t>(j)] +
+                               u_s * (magnitude + arithmetic);
     delta = std::max(delta, logit_error);
     if (w > 0) keys.push_back({j, w, 0, logit_error, 0});  // underflowed weights: in the underflow terms only
     const double* values = p.value_row(r.batch, g, j).data();
@@ -106,7 +117,11 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
     const double w = k.weight;
     const double magnitude = worst.logit_scale[static_cast<std::size_t>(k.index)];
     const double dot = u * worst.dot_scale[static_cast<std::size_t>(k.index)];
-    const double shared_j = gamma_shared * magnitude + split_merge;
+    // The scaled query's roundings are the row's, shared by every key, and
+    // the scaled keys' are identical wherever two keys share a component
+    // value: both in the worst case, with the other shared roundings.
+    const double scaled_dot = scaled_inputs * worst.dot_scale[static_cast<std::size_t>(k.index)];
+    const double shared_j = gamma_shared * magnitude + split_merge + scaled_dot;
     const double rest = u * (k.gap + 2 * delta + 4);
     const double stored_logit = u_s * (magnitude + k.logit_error);
     for (std::size_t t = 0; t < dv; ++t) {
