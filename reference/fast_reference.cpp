@@ -19,41 +19,13 @@
 
 #include "reference/bounded_exp.hpp"
 #include "reference/certified.hpp"
+#include "reference/running_bound.hpp"
 
 namespace attnspec {
 namespace {
 
 constexpr double u = kUnitRoundoff;
 constexpr double kSafety = 1 + 0x1p-30;  // covers the rounding of the bound arithmetic itself
-constexpr int kLanes = 8;                // independent partial sums of a logit's dot product
-constexpr std::size_t kKeyBlock = 32;    // keys per partial sum of P V and of the denominator
-
-// What differs between the rungs: the unit roundoff, the exp with its
-// proven bound and range (below it a weight counts as an absolute error of
-// at most tiny_term), the smallest positive value (an underflowing product
-// errs by at most that much), and a floor under each output's error for
-// the double rung's divisions that may underflow (none does in extended
-// precision, whose results are converted to doubles exactly, as a pair).
-template <typename Real>
-struct Arithmetic;
-template <>
-struct Arithmetic<double> {
-  static constexpr double unit = kUnitRoundoff;
-  static constexpr double exp_error = kBoundedExpError;
-  static constexpr double exp_min = kBoundedExpMin;
-  static constexpr double tiny_term = 0x1p-1000;  // exp(-700) < 2^-1009
-  static constexpr double output_floor = 0x1p-1070;
-  static double exp(double x) { return bounded_exp(x); }
-};
-template <>
-struct Arithmetic<long double> {
-  static constexpr long double unit = kExtendedUnitRoundoff;
-  static constexpr long double exp_error = kBoundedExpExtendedError;
-  static constexpr long double exp_min = kBoundedExpExtendedMin;
-  static constexpr long double tiny_term = 0x1p-15850L;  // exp(-11000) < 2^-15869
-  static constexpr double output_floor = 0;
-  static long double exp(long double x) { return bounded_exp_extended(x); }
-};
 
 // True when the exact value x with |x - approximation| <= error rounds to
 // `rounded` = round_to_format(approximation) in `target` for certain: the
@@ -70,49 +42,8 @@ bool rounding_is_decided(double approximation, double error, double rounded, con
   return error * (1 + 4 * u) < (cell.up - x) * (1 - 2 * u) && error * (1 + 4 * u) < (x - cell.down) * (1 - 2 * u);
 }
 
-// q . k_j with what its running error bound (Wilkinson) needs: each
-// addition errs by at most u |its result| and each product by u |product|,
-// so the dot product errs by at most u (partial_sums + magnitude), where
-// partial_sums adds up |every partial sum| formed. The products are summed
-// in kLanes independent lanes (component t in lane t % kLanes, which the
-// compiler can vectorise), then the lanes pairwise.
-template <typename Real>
-struct DotProduct {
-  Real value = 0, partial_sums = 0, magnitude = 0;
-};
-
-template <typename Real>
-inline DotProduct<Real> dot_with_running_bound(const double* q, const double* k, int d) {
-  Real lane[kLanes] = {}, lane_partials[kLanes] = {}, lane_magnitude[kLanes] = {};
-  int t = 0;
-  for (; t + kLanes <= d; t += kLanes)
-    for (int l = 0; l < kLanes; ++l) {
-      const Real product = static_cast<Real>(q[t + l]) * k[t + l];
-      lane[l] += product;
-      lane_magnitude[l] += std::fabs(product);
-      lane_partials[l] += std::fabs(lane[l]);
-    }
-  for (int l = 0; t < d; ++t, ++l) {
-    const Real product = static_cast<Real>(q[t]) * k[t];
-    lane[l] += product;
-    lane_magnitude[l] += std::fabs(product);
-    lane_partials[l] += std::fabs(lane[l]);
-  }
-  DotProduct<Real> result;
-  for (int l = 0; l < kLanes; ++l) {
-    result.magnitude += lane_magnitude[l];
-    result.partial_sums += lane_partials[l];
-  }
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int l = 0; l < width; ++l) {
-      lane[l] += lane[l + width];
-      result.partial_sums += std::fabs(lane[l]);
-    }
-  result.value = lane[0];
-  return result;
-}
-
-// The double rung's dot products, the fast path's hottest loop, compiled
+// The double rung's dot products (reference/running_bound.hpp), the fast
+// path's hottest loop, compiled
 // also for AVX2 and AVX-512 and chosen by the CPU at load time. Every
 // clone performs the same operations in the same order (ISO C++ mode: no
 // contraction into FMA), so every clone returns the same values.
@@ -134,7 +65,7 @@ struct RowInputs {
 // error bound.
 template <typename Real>
 RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
-  constexpr Real ur = Arithmetic<Real>::unit;
+  constexpr Real ur = RungArithmetic<Real>::unit;
   constexpr Real kUnderflow = std::numeric_limits<Real>::denorm_min();
   RowInputs<Real> in;
   const int d = p.dims.d_k, g = p.kv_head_of(r.head);
@@ -184,12 +115,12 @@ RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
       const Real y = scaled / cap;
       const Real a = std::fabs(y);
       Real tanh_a = 1;
-      if (-2 * a >= Arithmetic<Real>::exp_min) {
-        const Real e = Arithmetic<Real>::exp(-2 * a);
+      if (-2 * a >= RungArithmetic<Real>::exp_min) {
+        const Real e = RungArithmetic<Real>::exp(-2 * a);
         tanh_a = (1 - e) / (1 + e);
       }
       capped = cap * std::copysign(tanh_a, y);
-      error += cap * (ur * a + 10 * ur + Arithmetic<Real>::tiny_term) + ur * std::fabs(capped);
+      error += cap * (ur * a + 10 * ur + RungArithmetic<Real>::tiny_term) + ur * std::fabs(capped);
     }
     const Real logit = capped + mask;
     if (!std::isfinite(logit) || !std::isfinite(magnitude)) in.finite = false;
@@ -200,57 +131,6 @@ RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
   }
   in.logit_error = worst * (1 + (d + 8) * ur) * kSafety;  // the bound's own roundings
   return in;
-}
-
-// The softmax's sums for one row, accumulated in one pass in blocks of
-// kKeyBlock keys: the numerators sum_j w_j V[j][t], their magnitudes
-// sum_j w_j |V[j][t]|, and the denominator sum_j w_j, each with the sum of
-// |every partial sum| of the same additions for the running error bound
-// (u times the partial sums plus the magnitude of the products bounds a
-// sum's rounding error). The bound and the value come from the same loop,
-// so they cannot describe different summation orders.
-template <typename Real>
-struct WeightedSums {
-  std::vector<Real> numerator, magnitude, numerator_partials;
-  Real denominator = 0, denominator_partials = 0;
-};
-
-template <typename Real>
-WeightedSums<Real> weighted_sums(const Problem& p, RowIndex r, std::span<const int> keys, std::span<const Real> weight) {
-  const auto dv = static_cast<std::size_t>(p.dims.d_v);
-  const int g = p.kv_head_of(r.head);
-  WeightedSums<Real> sums;
-  sums.numerator.assign(dv, 0);
-  sums.magnitude.assign(dv, 0);
-  sums.numerator_partials.assign(dv, 0);
-  std::vector<Real> block_numerator(dv), block_magnitude(dv);
-  for (std::size_t start = 0; start < keys.size(); start += kKeyBlock) {
-    std::fill(block_numerator.begin(), block_numerator.end(), Real(0));
-    std::fill(block_magnitude.begin(), block_magnitude.end(), Real(0));
-    Real block_denominator = 0;
-    for (std::size_t j = start; j < std::min(keys.size(), start + kKeyBlock); ++j) {
-      const double* v = p.value_row(r.batch, g, keys[j]).data();
-      const Real w = weight[j];
-      block_denominator += w;
-      sums.denominator_partials += block_denominator;
-      Real* numerator = block_numerator.data();
-      Real* magnitude = block_magnitude.data();
-      Real* partials = sums.numerator_partials.data();
-      for (std::size_t t = 0; t < dv; ++t) {  // plain arrays: vectorised in double
-        numerator[t] += w * v[t];
-        magnitude[t] += w * std::fabs(v[t]);
-        partials[t] += std::fabs(numerator[t]);
-      }
-    }
-    sums.denominator += block_denominator;
-    sums.denominator_partials += sums.denominator;
-    for (std::size_t t = 0; t < dv; ++t) {
-      sums.numerator[t] += block_numerator[t];
-      sums.magnitude[t] += block_magnitude[t];
-      sums.numerator_partials[t] += std::fabs(sums.numerator[t]);
-    }
-  }
-  return sums;
 }
 
 // Each column's largest |V| over the keys, and whether all are finite: a
@@ -326,13 +206,13 @@ void store_output(Real x, Real error, double& high, double& low, double& stored_
   high = static_cast<double>(x);
   const Real rest = x - high;  // exact: x and its rounding are close
   low = static_cast<double>(rest);
-  stored_error = bound_as_double(error + std::fabs(rest - low)) + Arithmetic<Real>::output_floor;
+  stored_error = bound_as_double(error + std::fabs(rest - low)) + RungArithmetic<Real>::output_floor;
 }
 
 // The enclosure of one row in arithmetic Real (SPEC.md section 5, step 5).
 template <typename Real>
 FastRow enclose(const Problem& p, RowIndex r) {
-  constexpr Real ur = Arithmetic<Real>::unit, exp_error = Arithmetic<Real>::exp_error;
+  constexpr Real ur = RungArithmetic<Real>::unit, exp_error = RungArithmetic<Real>::exp_error;
   const auto dv = static_cast<std::size_t>(p.dims.d_v);
   const auto S = static_cast<std::size_t>(p.dims.kv_len);
   FastRow row;
@@ -368,13 +248,13 @@ FastRow enclose(const Problem& p, RowIndex r) {
   Real argument_error = 0, tiny = 0;
   for (std::size_t j = 0; j < n; ++j) {
     const Real a = in.logits[j] - shift;
-    if (a < Arithmetic<Real>::exp_min) {
+    if (a < RungArithmetic<Real>::exp_min) {
       weight[j] = 0;  // exact value below exp(exp_min + error): an absolute error instead
       tiny += 1;
       continue;
     }
     argument_error = std::max(argument_error, ur * std::fabs(a));
-    weight[j] = Arithmetic<Real>::exp(a);
+    weight[j] = RungArithmetic<Real>::exp(a);
   }
   const Real eta = in.logit_error + argument_error * kSafety;
   const Real rho = (std::expm1(eta) * (1 + exp_error) + exp_error) * kSafety;
@@ -382,7 +262,7 @@ FastRow enclose(const Problem& p, RowIndex r) {
   // additions times the magnitudes; when that is not small, the first-order
   // treatment of products of error factors is not safe.
   const Real sum_gamma =
-      gamma(static_cast<double>(kKeyBlock + (n + kKeyBlock - 1) / kKeyBlock + 1), static_cast<double>(ur));
+      gamma(static_cast<double>(kSumKeyBlock + (n + kSumKeyBlock - 1) / kSumKeyBlock + 1), static_cast<double>(ur));
   if (!(rho < 0x1p-20) || !(sum_gamma < 0x1p-20)) {
     enclose_exactly(p, r, row);
     return row;
@@ -409,7 +289,7 @@ FastRow enclose(const Problem& p, RowIndex r) {
   const Real chain = 1 + (n + 4) * ur;  // the running bounds' own roundings
   const Real second_order = 1 + 2 * rho + 2 * sum_gamma;
   const Real denominator_error =
-      (ur * sums.denominator_partials * chain + rho * denominator + tiny * Arithmetic<Real>::tiny_term) *
+      (ur * sums.denominator_partials * chain + rho * denominator + tiny * RungArithmetic<Real>::tiny_term) *
       second_order * kSafety;
   // Each product w_j V[j][t] that underflows errs by at most the smallest
   // subnormal instead of u relative.
@@ -421,7 +301,7 @@ FastRow enclose(const Problem& p, RowIndex r) {
     // below; the division adds u |output|.
     const Real numerator_error =
         (ur * (sums.numerator_partials[t] + sums.magnitude[t]) * chain + rho * sums.magnitude[t] +
-         tiny * Arithmetic<Real>::tiny_term * columns.largest[t] + underflow) *
+         tiny * RungArithmetic<Real>::tiny_term * columns.largest[t] + underflow) *
         second_order;
     if (!columns.finite[t]) {  // a NaN or infinite value at a visible key: NaN (SPEC section 2.3)
       row.out_double[t] = std::numeric_limits<double>::quiet_NaN();
