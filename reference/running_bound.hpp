@@ -17,8 +17,8 @@
 
 namespace attnspec {
 
-inline constexpr int kDotProductLanes = 8;                // independent partial sums of a logit's dot product
-inline constexpr std::size_t kSumKeyBlock = 32;    // keys per partial sum of P V and of the denominator
+inline constexpr int kDotProductLanes = 8;        // independent partial sums of a logit's dot product
+inline constexpr std::size_t kSumKeyBlock = 32;  // keys per partial sum of P V and of the denominator
 
 // What differs between the rungs: the unit roundoff, the exp with its
 // proven bound and range (below it a weight counts as an absolute error of
@@ -51,8 +51,9 @@ struct RungArithmetic<long double> {
 // addition errs by at most u |its result| and each product by u |product|,
 // so the dot product errs by at most u (partial_sums + magnitude), where
 // partial_sums adds up |every partial sum| formed. The products are summed
-// in kDotProductLanes independent lanes (component t in lane t % kDotProductLanes, which the
-// compiler can vectorise), then the lanes pairwise.
+// in kDotProductLanes independent lanes (component t in lane t %
+// kDotProductLanes, which the compiler can vectorise), then the lanes
+// pairwise.
 template <typename Real>
 struct DotProduct {
   Real value = 0, partial_sums = 0, magnitude = 0;
