@@ -21,7 +21,9 @@ for c in ${CLAUSES:-}; do selection="$selection --clause $c"; done
 out="$root/build/false-alarm"
 mkdir -p "$out"
 ledger="${LEDGER:-}"
-commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+# COMMIT: the commit the binary was built from, where ATTNSPEC names a
+# copy built earlier (default: HEAD).
+commit="${COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 kind="$("$attnspec" kernels 2>/dev/null | sed -n 's/.*kind \([a-z0-9-]*\).*/\1/p' | head -n 1)"
 export attnspec selection profile out ledger commit kind
 export ledger_kernels="${KERNELS:-builtin}" ledger_clauses="${CLAUSES:-all}"
