@@ -31,10 +31,12 @@ one_seed() {
   local seed="$1"
   "$attnspec" run $selection --profile "$profile" --seed "$seed" --save-failures "$out/failures-$seed" \
     >"$out/seed-$seed.txt" 2>&1
-  local result
+  local status=$? result
   result="$(tail -n 1 "$out/seed-$seed.txt")"
   echo "seed $seed: $result"
-  if [ -n "$ledger" ]; then
+  # Only finished runs (exit 0: all passed, 1: a failure) enter the
+  # ledger; a run killed part way says nothing about its seed.
+  if [ -n "$ledger" ] && [ "$status" -le 1 ]; then
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit" "${kind:-unknown}" "$profile" \
       "$ledger_kernels" "$ledger_clauses" "$seed" "$result" >>"$ledger"
   fi
