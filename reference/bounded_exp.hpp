@@ -85,24 +85,14 @@ inline long double bounded_exp_extended(long double x) {
   constexpr long double kInverseLn2 = 1.44269504088896340735992468100189214L;
   const long double k = std::nearbyint(x * kInverseLn2);
   const long double r = (x - k * kLn2High) - k * kLn2Low;
-  // 1/i! for i = 16 down to 1, rounded to extended precision.
+  // Horner with 1/i! for i = 16 down to 0, rounded to extended precision.
+  constexpr long double kInverseFactorials[] = {
+      1.0L / 1307674368000.0L, 1.0L / 87178291200.0L, 1.0L / 6227020800.0L, 1.0L / 479001600.0L,
+      1.0L / 39916800.0L,      1.0L / 3628800.0L,     1.0L / 362880.0L,     1.0L / 40320.0L,
+      1.0L / 5040.0L,          1.0L / 720.0L,         1.0L / 120.0L,        1.0L / 24.0L,
+      1.0L / 6.0L,             0.5L,                  1.0L,                 1.0L};
   long double p = 1.0L / 20922789888000.0L;
-  p = p * r + 1.0L / 1307674368000.0L;
-  p = p * r + 1.0L / 87178291200.0L;
-  p = p * r + 1.0L / 6227020800.0L;
-  p = p * r + 1.0L / 479001600.0L;
-  p = p * r + 1.0L / 39916800.0L;
-  p = p * r + 1.0L / 3628800.0L;
-  p = p * r + 1.0L / 362880.0L;
-  p = p * r + 1.0L / 40320.0L;
-  p = p * r + 1.0L / 5040.0L;
-  p = p * r + 1.0L / 720.0L;
-  p = p * r + 1.0L / 120.0L;
-  p = p * r + 1.0L / 24.0L;
-  p = p * r + 1.0L / 6.0L;
-  p = p * r + 0.5L;
-  p = p * r + 1.0L;
-  p = p * r + 1.0L;
+  for (const long double coefficient : kInverseFactorials) p = p * r + coefficient;
   return std::ldexp(p, static_cast<int>(k));
 }
 
