@@ -8,7 +8,8 @@
 # LEDGER=FILE appends one tab-separated line per seed (date, commit, CPU
 # kind, profile, kernels, clauses, seed, result), so that a sweep too long
 # for one sitting can go on from where it stopped (bench/false_alarm_ledger.tsv
-# is the project's).
+# is the project's). OUT=DIR keeps the logs apart from another sweep's
+# (default build/false-alarm).
 # Usage: scripts/false_alarm.sh [FIRST_SEED] [LAST_SEED]   (default 1 100)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,12 +19,21 @@ profile="${PROFILE:-ci}"
 selection=""
 for k in ${KERNELS:-builtin}; do selection="$selection --kernel $k"; done
 for c in ${CLAUSES:-}; do selection="$selection --clause $c"; done
-out="$root/build/false-alarm"
+out="${OUT:-$root/build/false-alarm}"
 mkdir -p "$out"
 ledger="${LEDGER:-}"
 # COMMIT: the commit the binary was built from, where ATTNSPEC names a
 # copy built earlier (default: HEAD).
 commit="${COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+# A binary built earlier reads the source tree's golden cases, which may
+# have moved on (a case with a field it does not know fails GOLDEN): give
+# it its own commit's, unless ATTNSPEC_GOLDEN_DIR says where they are.
+if [ -n "${COMMIT:-}" ] && [ -z "${ATTNSPEC_GOLDEN_DIR:-}" ]; then
+  golden_copy="$(mktemp -d)"
+  trap 'rm -rf "$golden_copy"' EXIT
+  git -C "$root" archive "$COMMIT" cases/golden | tar -x -C "$golden_copy"
+  export ATTNSPEC_GOLDEN_DIR="$golden_copy/cases/golden"
+fi
 kind="$("$attnspec" kernels 2>/dev/null | sed -n 's/.*kind \([a-z0-9-]*\).*/\1/p' | head -n 1)"
 export attnspec selection profile out ledger commit kind
 export ledger_kernels="${KERNELS:-builtin}" ledger_clauses="${CLAUSES:-all}"
