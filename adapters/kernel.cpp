@@ -8,6 +8,7 @@ namespace attnspec {
 Capabilities full_capabilities() {
   Capabilities c;
   c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
+  c.window_top_left = c.window_bottom_right = true;
   c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
   c.fully_masked_rows = true;
   return c;
@@ -19,6 +20,10 @@ std::vector<std::string> missing_capabilities(const Capabilities& c, const Probl
   if (p.mask_kind == MaskKind::additive && !c.additive_mask) missing.push_back("needs an additive mask");
   if (p.causal == Causal::top_left && !c.causal_top_left) missing.push_back("needs causal top_left");
   if (p.causal == Causal::bottom_right && !c.causal_bottom_right) missing.push_back("needs causal bottom_right");
+  if (p.window && p.window->alignment == Alignment::top_left && !c.window_top_left)
+    missing.push_back("needs a sliding window, top_left");
+  if (p.window && p.window->alignment == Alignment::bottom_right && !c.window_bottom_right)
+    missing.push_back("needs a sliding window, bottom_right");
   if (p.dims.q_heads != p.dims.kv_heads && !c.gqa) missing.push_back("needs GQA (Hq != Hkv)");
   if (p.scale && !c.explicit_scale) missing.push_back("needs an explicit scale");
   if (p.softcap && !c.softcap) missing.push_back("needs softcap");
@@ -44,6 +49,12 @@ std::string describe(const Capabilities& c) {
     if (c.causal_top_left) causal += "top_left";
     if (c.causal_bottom_right) causal += c.causal_top_left ? ",bottom_right" : "bottom_right";
     add(true, causal);
+  }
+  if (c.window_top_left || c.window_bottom_right) {
+    std::string window = "window:";
+    if (c.window_top_left) window += "top_left";
+    if (c.window_bottom_right) window += c.window_top_left ? ",bottom_right" : "bottom_right";
+    add(true, window);
   }
   add(c.gqa, "gqa");
   add(c.explicit_scale, "scale");

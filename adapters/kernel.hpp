@@ -30,6 +30,8 @@ struct Capabilities {
   bool additive_mask = false;
   bool causal_top_left = false;
   bool causal_bottom_right = false;
+  bool window_top_left = false;      // sliding windows of either alignment
+  bool window_bottom_right = false;
   bool gqa = false;             // Hq != Hkv
   bool explicit_scale = false;  // a scale other than 1/sqrt(d_k)
   bool softcap = false;

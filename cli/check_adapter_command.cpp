@@ -56,6 +56,13 @@ std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
   if (caps.causal_top_left) list.push_back({"causal top_left", base}), list.back().problem.causal = Causal::top_left;
   if (caps.causal_bottom_right)
     list.push_back({"causal bottom_right", base}), list.back().problem.causal = Causal::bottom_right;
+  // Windows that block keys on both sides of a row's diagonal.
+  if (caps.window_top_left)
+    list.push_back({"sliding window (1, 1) top_left", base}),
+        list.back().problem.window = Window{1, 1, Alignment::top_left};
+  if (caps.window_bottom_right)
+    list.push_back({"sliding window (1, 0) bottom_right", base}),
+        list.back().problem.window = Window{1, 0, Alignment::bottom_right};
   if (caps.explicit_scale) list.push_back({"explicit scale 0.75", base}), list.back().problem.scale = 0.75;
   if (caps.softcap) list.push_back({"softcap 2", base}), list.back().problem.softcap = 2.0;
   return list;

@@ -121,7 +121,7 @@ double draw_value(IntegerSource& source, FormatId format, Distribution distribut
 
 Features no_features() {
   Features f;
-  f.bool_mask = f.additive_mask = f.causal = f.softcap = f.explicit_scale = false;
+  f.bool_mask = f.additive_mask = f.causal = f.window = f.softcap = f.explicit_scale = false;
   f.gqa = f.dv_ne_dk = f.fully_masked_rows = false;
   return f;
 }
@@ -258,6 +258,26 @@ void fill_mask(Problem& p, const MaskPlan& plan, const Features& features) {
 
 }  // namespace
 
+std::optional<Window> draw_window(const Dims& d, const Capabilities& caps) {
+  if (!caps.window_top_left && !caps.window_bottom_right) return std::nullopt;
+  Window window;
+  const bool top_left = caps.window_top_left && (!caps.window_bottom_right || draw_in(0, 1) == 1);
+  window.alignment = top_left ? Alignment::top_left : Alignment::bottom_right;
+  // Both sides draw every alternative, as draw_dims does, so the draws
+  // keep their positions when a roll shrinks. Up to S + 1: past S - 1 a
+  // bounded side blocks nothing more, and S + 1 checks that it blocks
+  // nothing.
+  const auto side = [&]() -> std::optional<int> {
+    const int kind = draw_in(0, 2);
+    const int small = draw_in(0, 8), any = draw_in(0, d.kv_len + 1);
+    if (kind == 0) return std::nullopt;
+    return kind == 1 ? small : any;
+  };
+  window.left = side();
+  window.right = side();
+  return window;
+}
+
 void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
   fill_mask(p, draw_mask_plan(p.dims, caps, features), features);
 }
@@ -276,6 +296,8 @@ Problem draw_problem(const Kernel& kernel, const Profile& profile, const Feature
   if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) && draw_in(0, 2) == 2)
     p.causal = caps.causal_top_left && (!caps.causal_bottom_right || draw_in(0, 1) == 1) ? Causal::top_left
                                                                                           : Causal::bottom_right;
+  if (features.window && (caps.window_top_left || caps.window_bottom_right) && draw_in(0, 3) == 3)
+    p.window = draw_window(p.dims, caps);
   if (features.explicit_scale && caps.explicit_scale && draw_in(0, 2) == 2)
     p.scale = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
   if (features.softcap && caps.softcap && draw_in(0, 3) == 3) p.softcap = draw_in(1, 30);

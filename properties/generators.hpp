@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct Features {
   bool bool_mask = true;
   bool additive_mask = true;
   bool causal = true;
+  bool window = true;  // sliding windows
   bool softcap = true;
   bool explicit_scale = true;
   bool gqa = true;
@@ -52,11 +54,16 @@ Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features&
 void fit_to_limit(Dims& d, std::size_t max_elements);
 Distribution draw_distribution();
 std::vector<double> draw_values(std::size_t count, FormatId format, Distribution distribution);
-// A complete problem: shape, tensors, then mask, causal, scale and softcap.
+// A complete problem: shape, tensors, then mask, causal, window, scale and
+// softcap.
 // `adjust` may change the shape before the tensors are drawn.
 Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
                      const std::function<void(Dims&)>& adjust = {});
 // Adds a mask (bool or additive, as allowed), possibly with fully masked rows.
 void draw_mask(Problem& p, const Capabilities& caps, const Features& features);
+// A sliding window of an alignment the kernel has, for a problem of shape
+// d: each side unbounded (1 in 3), small (0-8), or anywhere up to S + 1;
+// nullopt when the kernel has no windows.
+std::optional<Window> draw_window(const Dims& d, const Capabilities& caps);
 
 }  // namespace attnspec

@@ -81,7 +81,7 @@ RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
   Real worst = 0;
   // Without a mask or causal masking every key is visible with mask 0;
   // skipping the per-key lookups matters for short rows.
-  const bool unmasked = p.mask_kind == MaskKind::none && p.causal == Causal::none;
+  const bool unmasked = p.every_key_visible();
   in.visible.reserve(static_cast<std::size_t>(p.dims.kv_len));
   in.logits.reserve(static_cast<std::size_t>(p.dims.kv_len));
   for (int j = 0; j < p.dims.kv_len; ++j) {

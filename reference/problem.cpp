@@ -24,6 +24,10 @@ std::string_view to_string(Causal causal) {
   return "?";
 }
 
+std::string_view to_string(Alignment alignment) {
+  return alignment == Alignment::top_left ? "top_left" : "bottom_right";
+}
+
 std::span<const double> Problem::query_row(RowIndex r) const {
   const std::size_t row = (static_cast<std::size_t>(r.batch) * dims.q_heads + r.head) * dims.q_len + r.query;
   return {q.data() + row * dims.d_k, static_cast<std::size_t>(dims.d_k)};
@@ -57,8 +61,19 @@ bool Problem::visible(RowIndex r, int key) const {
       if (key > r.query + dims.kv_len - dims.q_len) return false;
       break;
   }
-  return mask_allows(r, key);
+  return in_window(r, key) && mask_allows(r, key);
 }
+
+bool window_contains(const Window& window, const Dims& d, int query, int key) {
+  // In 64 bits: i + off - left can pass INT_MIN for a left near 2^31.
+  const std::int64_t diagonal =
+      std::int64_t{query} + (window.alignment == Alignment::bottom_right ? d.kv_len - d.q_len : 0);
+  if (window.left && key < diagonal - *window.left) return false;
+  if (window.right && key > diagonal + *window.right) return false;
+  return true;
+}
+
+bool Problem::in_window(RowIndex r, int key) const { return !window || window_contains(*window, dims, r.query, key); }
 
 bool Problem::mask_allows(RowIndex r, int key) const {
   switch (mask_kind) {
@@ -138,6 +153,13 @@ std::vector<std::string> validate(const Problem& p) {
     errors.push_back("scale: expected null or a finite number > 0");
   if (p.softcap && !(std::isfinite(*p.softcap) && *p.softcap > 0))
     errors.push_back("softcap: expected null or a finite number > 0");
+  if (p.window) {
+    if (p.window->left && *p.window->left < 0)
+      errors.push_back("window.left: expected null (unbounded) or an integer >= 0, got " + std::to_string(*p.window->left));
+    if (p.window->right && *p.window->right < 0)
+      errors.push_back("window.right: expected null (unbounded) or an integer >= 0, got " +
+                       std::to_string(*p.window->right));
+  }
   const auto sized = [&](const std::vector<double>& t, std::size_t n, const char* name) {
     if (t.size() != n)
       errors.push_back(std::string(name) + ": expected " + std::to_string(n) + " values, got " +

@@ -16,9 +16,13 @@ namespace attnspec {
 
 enum class MaskKind { none, boolean, additive };
 enum class Causal { none, top_left, bottom_right };
+// Where row i's diagonal meets the keys: key i + off, off = 0 (top_left) or
+// S - L (bottom_right).
+enum class Alignment { top_left, bottom_right };
 
 std::string_view to_string(MaskKind kind);  // "none", "bool", "additive"
 std::string_view to_string(Causal causal);  // "none", "top_left", "bottom_right"
+std::string_view to_string(Alignment alignment);  // "top_left", "bottom_right"
 
 struct Dims {
   int batch = 1;
@@ -36,11 +40,25 @@ struct RowIndex {
   int query = 0;  // i
 };
 
+// A sliding window (spec/SPEC.md section 2.2): key j is visible to query i
+// iff i + off - left <= j <= i + off + right; an absent side is unbounded.
+// Causal masking is the window (unbounded, 0) of its alignment.
+struct Window {
+  std::optional<int> left;   // >= 0
+  std::optional<int> right;  // >= 0
+  Alignment alignment = Alignment::bottom_right;
+  bool operator==(const Window&) const = default;
+};
+
+// Whether key `key` lies in query `query`'s window for a problem of shape d.
+bool window_contains(const Window& window, const Dims& d, int query, int key);
+
 struct Problem {
   Dims dims;
   std::optional<double> scale;    // nullopt: 1/sqrt(d_k), exactly
   std::optional<double> softcap;  // nullopt: no cap
   Causal causal = Causal::none;
+  std::optional<Window> window;  // intersected with causal masking and the mask
   MaskKind mask_kind = MaskKind::none;
   int mask_batch = 1;  // 1 (broadcast) or batch
   int mask_heads = 1;  // 1 (broadcast) or q_heads
@@ -57,6 +75,10 @@ struct Problem {
   std::span<const double> value_row(int batch, int kv_head, int key) const;
 
   bool visible(RowIndex r, int key) const;
+  // No mask, causal masking or window: every key visible to every query.
+  bool every_key_visible() const { return mask_kind == MaskKind::none && causal == Causal::none && !window; }
+  // The window's part of visibility alone (true without a window).
+  bool in_window(RowIndex r, int key) const;
   // The mask's part of visibility alone (causal masking not applied).
   bool mask_allows(RowIndex r, int key) const;
   // The additive mask value (0 without an additive mask).

@@ -49,7 +49,7 @@ def tensor(nested):
     return tuple(shape), flat
 
 
-def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mask=None, source=None):
+def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mask=None, source=None, window=None):
     """case.json fields; sizes are read off the arrays' shapes."""
     (B, Hq, L, dk), (_, Hkv, S, _), (_, _, _, dv) = q[0], k[0], v[0]
     provenance = {"generator": GENERATOR, "checks": checks}
@@ -58,7 +58,7 @@ def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mas
     return {
         "dtype": dtype, "batch": B, "q_heads": Hq, "kv_heads": Hkv, "q_len": L, "kv_len": S,
         "d_k": dk, "d_v": dv, "scale": scale, "softcap": softcap, "causal": causal,
-        "mask": mask, "provenance": provenance,
+        "mask": mask, "window": window, "provenance": provenance,
     }
 
 
@@ -216,6 +216,28 @@ def causal_bottom_right_long_q():
     meta = make_meta("float32", q, k, v, causal="bottom_right",
                      checks="causal bottom_right with L = 5 > S = 3: rows 0 and 1 see no key "
                             "(output exactly 0, lse -inf, weights 0); row i >= 2 sees j <= i - 2")
+    return meta, q, k, v, None, check
+
+
+def sliding_window():
+    # A zero query: every visible key has logit 0, so each row's output is
+    # the mean of its visible values. Bottom-right, L = 3, S = 6, window
+    # (1, 1): row i sees keys i + 2 to i + 4 within 0..5, i.e. {2, 3, 4},
+    # {3, 4, 5}, {4, 5}; keys 0 and 1 are outside every row's window and
+    # hold NaN.
+    q = tensor([[[[0.0, 0.0] for _ in range(3)]]])
+    k = tensor([[[[NAN, NAN] if j < 2 else [1.0 + j, -0.5 * j] for j in range(6)]]])
+    v = tensor([[[[NAN] if j < 2 else [float(j)] for j in range(6)]]])
+
+    def check(results, case):
+        assert visible_counts(results, 6) == [3, 3, 2], "window (1, 1), bottom_right: i + 2 <= j <= i + 4"
+        assert values(results, "out") == [3.0, 4.0, 4.5], "the mean of the window's values"
+        assert all(a.exact for a in results.out)
+
+    meta = make_meta("float32", q, k, v, window={"left": 1, "right": 1, "alignment": "bottom_right"},
+                     checks="sliding window (1, 1), bottom_right, L = 3, S = 6, zero query: row i sees "
+                            "keys i + 2 to i + 4 (both edges inclusive; the last row 2 keys) and outputs "
+                            "their mean, exactly 3, 4, 4.5; keys 0 and 1, NaN, are outside every window")
     return meta, q, k, v, None, check
 
 
@@ -416,7 +438,7 @@ def subnormal_output():
 
 CASES = [
     seed_matrix, seed_two_keys, seed_zero_query, gqa, causal_top_left, causal_bottom_right,
-    causal_bottom_right_long_q, dv_ne_dk, fully_masked_row, softcap, additive_mask,
+    causal_bottom_right_long_q, sliding_window, dv_ne_dk, fully_masked_row, softcap, additive_mask,
     explicit_scale, midpoint_tie, bfloat16_inputs, float8_e4m3fn_inputs, single_key,
     subnormal_output,
 ]

@@ -32,6 +32,7 @@ enum Need : unsigned {
   kNeedsExplicitScale = 1u << 4,
   kNeedsSoftcap = 1u << 5,
   kNeedsLse = 1u << 6,
+  kNeedsWindow = 1u << 7,  // either alignment
 };
 
 struct Clause {

@@ -74,6 +74,49 @@ TEST_F(CaseIo, SavedCaseLoadsBackIdentically) {
   EXPECT_EQ(loaded.provenance["generator"], "case_io_test");
 }
 
+TEST_F(CaseIo, WindowRoundTripsAndIsOptional) {
+  Case original = sample_case();
+  save_case(original, dir_);
+  EXPECT_FALSE(read_json().contains("window")) << "written only when there is one";
+  EXPECT_FALSE(load_case(dir_).problem.window);
+  original.problem.window = Window{std::nullopt, 2, Alignment::top_left};
+  save_case(original, dir_);
+  EXPECT_EQ(read_json()["window"], nlohmann::json::parse(R"({"left": null, "right": 2, "alignment": "top_left"})"));
+  EXPECT_EQ(load_case(dir_).problem.window, original.problem.window);
+  nlohmann::json j = read_json();
+  j["window"] = nullptr;
+  write_json(j);
+  EXPECT_FALSE(load_case(dir_).problem.window);
+}
+
+TEST_F(CaseIo, BadWindowsAreNamed) {
+  Case c = sample_case();
+  c.problem.window = Window{3, 0, Alignment::bottom_right};
+  save_case(c, dir_);
+  const nlohmann::json good = read_json();
+  const auto with = [&](const std::string& field, const nlohmann::json& value) {
+    nlohmann::json j = good;
+    j["window"][field] = value;
+    write_json(j);
+  };
+  with("left", -1);
+  expect_error("case.json", "window.left", "integer >= 0");
+  with("right", 1.5);
+  expect_error("case.json", "window.right", "integer >= 0");
+  with("alignment", "center");
+  expect_error("case.json", "window.alignment", "bottom_right");
+  with("size", 4);
+  expect_error("case.json", "window.size", "unknown field");
+  nlohmann::json j = good;
+  j["window"].erase("right");
+  write_json(j);
+  expect_error("case.json", "window.right", "missing");
+  j = good;
+  j["window"] = 4;
+  write_json(j);
+  expect_error("case.json", "window", "expected null or an object");
+}
+
 TEST_F(CaseIo, NpyVersionsAndDtypesRoundTrip) {
   const NpyArray f64{NpyDtype::float64, {2, 3}, {1, -2.5, 0x1p-1074, INFINITY, -0.0, 3}};
   write_npy(dir_ / "a.npy", f64);

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 
 const std::string kGoodHello =
     R"({"protocol": 1, "name": "x", "formats": {"input": "float32", "accumulate": "float32", "output": "bfloat16"},
-        "capabilities": {"masks": ["bool"], "causal": ["bottom_right"], "gqa": true, "max_elements": 64}})";
+        "capabilities": {"masks": ["bool"], "causal": ["bottom_right"], "window": ["top_left"], "gqa": true,
+                         "max_elements": 64}})";
 
 using testing::error_of;
 
@@ -34,6 +35,8 @@ TEST(ProcessProtocol, ParsesAHelloReply) {
   EXPECT_FALSE(info.capabilities.additive_mask);
   EXPECT_TRUE(info.capabilities.causal_bottom_right);
   EXPECT_FALSE(info.capabilities.causal_top_left);
+  EXPECT_TRUE(info.capabilities.window_top_left);
+  EXPECT_FALSE(info.capabilities.window_bottom_right);
   EXPECT_TRUE(info.capabilities.gqa);
   EXPECT_FALSE(info.capabilities.softcap);  // left out: unsupported
   EXPECT_EQ(info.capabilities.max_elements, 64u);
@@ -51,6 +54,9 @@ TEST(ProcessProtocol, RejectsBadHelloRepliesNamingTheField) {
   reply = nlohmann::json::parse(kGoodHello);
   reply["capabilities"]["masks"] = {"boolean"};
   EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.masks"), std::string::npos);
+  reply = nlohmann::json::parse(kGoodHello);
+  reply["capabilities"]["window"] = {"bottom-right"};
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.window"), std::string::npos);
   reply = nlohmann::json::parse(kGoodHello);
   reply["capabilities"]["max_elements"] = 0;
   EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("max_elements"), std::string::npos);

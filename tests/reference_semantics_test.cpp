@@ -1,5 +1,5 @@
 // The reference implements the semantics of spec/SPEC.md §2: GQA head
-// mapping, both causal alignments, masks (bool = additive {0, -inf},
+// mapping, both causal alignments, sliding windows, masks (bool = additive {0, -inf},
 // broadcasting), fully masked rows, softcap order, the default scale, and
 // what NaN and infinity at visible and blocked positions do. Each test
 // compares two problems that the spec says are equal, or a closed form.
@@ -86,6 +86,51 @@ TEST(Semantics, CausalAlignmentsWithUnequalLengths) {
   p.causal = Causal::bottom_right;
   EXPECT_TRUE(p.visible({0, 0, 0}, 2));
   EXPECT_FALSE(p.visible({0, 0, 0}, 3));
+}
+
+// A bool mask spelling out the window rule i + off - left <= j <= i + off + right.
+Problem with_explicit_band(Problem p, std::optional<int> left, std::optional<int> right, bool bottom_right) {
+  const int L = p.dims.q_len, S = p.dims.kv_len, off = bottom_right ? S - L : 0;
+  p.mask_kind = MaskKind::boolean;
+  p.mask.assign(static_cast<std::size_t>(L) * S, 0.0);
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < S; ++j)
+      p.mask[static_cast<std::size_t>(i) * S + j] = (!left || j >= i + off - *left) && (!right || j <= i + off + *right);
+  return p;
+}
+
+TEST(Semantics, WindowsAreInclusiveBandsOfEitherAlignment) {
+  std::mt19937_64 random(4);
+  for (const auto& [L, S] : {std::pair{3, 7}, std::pair{6, 4}, std::pair{5, 5}}) {
+    const Problem base = random_problem(random, dims(1, 2, 1, L, S, 3, 2), FormatId::float32);
+    for (bool bottom_right : {false, true})
+      for (const auto& [left, right] : {std::pair<std::optional<int>, std::optional<int>>{1, 0}, {0, 2}, {std::nullopt, 1},
+                                        {2, std::nullopt}, {0, 0}, {9, 9}}) {
+        Problem windowed = base;
+        windowed.window = Window{left, right, bottom_right ? Alignment::bottom_right : Alignment::top_left};
+        expect_same_results(windowed, with_explicit_band(base, left, right, bottom_right));
+      }
+  }
+  // FlashAttention's window_size = (2, 0) with L = 2, S = 6 (bottom-right):
+  // query 1 sees keys 3, 4, 5; query 0 keys 2, 3, 4; so 3 keys each.
+  Problem p = random_problem(random, dims(1, 1, 1, 2, 6, 2, 1), FormatId::float32);
+  p.window = Window{2, 0, Alignment::bottom_right};
+  for (int j = 0; j < 6; ++j) {
+    EXPECT_EQ(p.visible({0, 0, 1}, j), j >= 3) << j;
+    EXPECT_EQ(p.visible({0, 0, 0}, j), j >= 2 && j <= 4) << j;
+  }
+  // Causal is the window (unbounded, 0) of the same alignment.
+  Problem causal = p, window = p;
+  causal.window.reset();
+  causal.causal = Causal::top_left;
+  window.window = Window{std::nullopt, 0, Alignment::top_left};
+  expect_same_results(causal, window);
+  // Intersected with causal: a right side past the diagonal adds nothing.
+  window.window = Window{1, 3, Alignment::top_left};
+  window.causal = Causal::top_left;
+  EXPECT_TRUE(window.visible({0, 0, 1}, 0));
+  EXPECT_FALSE(window.visible({0, 0, 1}, 2));
+  EXPECT_FALSE(window.visible({0, 0, 0}, 1));
 }
 
 TEST(Semantics, FullyMaskedRowsOutputZeroWithLseMinusInfinity) {

@@ -26,6 +26,8 @@ enum class Bug {
   nan_leak,             // P V over every key: 0 * NaN at blocked values (pytorch#101967)
   fullmask_nan,         // a row with no visible key becomes NaN (pytorch#103963)
   causal_swapped,       // bottom_right computed for top_left and the reverse
+  window_left_exclusive,  // a window's left edge exclusive: cuDNN's left bound read as FlashAttention's
+  window_top_left,      // every window aligned top-left: wrong in decode (ROCm flash-attention#158)
   gqa_modulo,           // kv head h % Hkv (ONNX before v1.20)
   softcap_after_mask,   // the cap applied to masked logits (onnx#7865)
   weights_bf16,         // weights rounded to bfloat16 before P V in an fp32 kernel
@@ -34,12 +36,21 @@ enum class Bug {
   no_rescale,           // online softmax forgets to rescale the output when the max grows
 };
 
-// Visibility under a given causal alignment (the mask as in the problem).
-bool visible_under(const Problem& p, RowIndex r, int key, Causal causal) {
+// Visibility with a bug's causal alignment and window (the mask as in the
+// problem).
+bool visible_under(const Problem& p, RowIndex r, int key, Bug bug) {
+  Causal causal = p.causal;
+  if (bug == Bug::causal_swapped && causal != Causal::none)
+    causal = causal == Causal::top_left ? Causal::bottom_right : Causal::top_left;
   const bool causal_ok = causal == Causal::none        ? true
                          : causal == Causal::top_left ? key <= r.query
                                                        : key <= r.query + p.dims.kv_len - p.dims.q_len;
-  return p.mask_allows(r, key) && causal_ok;
+  std::optional<Window> window = p.window;
+  if (window && bug == Bug::window_left_exclusive && window->left) window->left = *window->left - 1;
+  if (window && bug == Bug::window_top_left) window->alignment = Alignment::top_left;
+  // A left of -1 (0 made exclusive) leaves keys right of the diagonal only.
+  const bool window_ok = !window || window_contains(*window, p.dims, r.query, key);
+  return p.mask_allows(r, key) && window_ok && causal_ok;
 }
 
 float dot(std::span<const double> a, std::span<const double> b) {
@@ -88,10 +99,7 @@ class RowKernel final : public MutantBase {
         for (int i = 0; i < d.q_len; ++i) {
           const RowIndex r{b, h, i};
           for (int j = 0; j < d.kv_len; ++j) {
-            Causal causal = p.causal;
-            if (bug_ == Bug::causal_swapped && causal != Causal::none)
-              causal = causal == Causal::top_left ? Causal::bottom_right : Causal::top_left;
-            const bool visible = visible_under(p, r, j, causal);
+            const bool visible = visible_under(p, r, j, bug_);
             float logit = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
             const float cap = p.softcap ? static_cast<float>(*p.softcap) : 0.0f;
             if (p.softcap && bug_ != Bug::softcap_after_mask) logit = cap * std::tanh(logit / cap);
@@ -233,6 +241,9 @@ std::span<const MutantEntry> mutant_kernels() {
     ATTNSPEC_MUTANT(RowKernel, nan_leak, "mutant-nan-leak", "P V over blocked keys too: 0 * NaN", "MASKNAN"),
     ATTNSPEC_MUTANT(RowKernel, fullmask_nan, "mutant-fullmask-nan", "a fully masked row gives NaN", "FULLMASK"),
     ATTNSPEC_MUTANT(RowKernel, causal_swapped, "mutant-causal-swapped", "bottom_right for top_left and the reverse", "CAUSAL"),
+    ATTNSPEC_MUTANT(RowKernel, window_left_exclusive, "mutant-window-left-exclusive",
+                    "a window's left edge exclusive: one key fewer (cuDNN's bound read as FlashAttention's)", "WINDOW"),
+    ATTNSPEC_MUTANT(RowKernel, window_top_left, "mutant-window-top-left", "every window aligned top-left, also when declared bottom_right", "WINDOW"),
     ATTNSPEC_MUTANT(RowKernel, gqa_modulo, "mutant-gqa-modulo", "kv head h % Hkv instead of h / (Hq/Hkv)", "GQA"),
     ATTNSPEC_MUTANT(RowKernel, softcap_after_mask, "mutant-softcap-after-mask", "softcap applied after the mask", "SOFTCAP"),
     ATTNSPEC_MUTANT(RowKernel, weights_bf16, "mutant-weights-bf16", "weights rounded to bfloat16 before P V, fp32 claimed", "PREC"),

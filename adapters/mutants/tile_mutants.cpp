@@ -27,6 +27,7 @@ enum class TileBug {
   partial_key_tile,    // a partial last key tile is dropped when S > 128
   qk_past_64,          // q.k sums only the first 64 components
   causal_tile_count,   // causal: key tiles to visit counted from the query tile's first row, not its last
+  window_tile_start,   // window: the first key tile taken from the query tile's last row, not its first
   head_dim_overread,   // d_k > 32 padded to a multiple of 64 with whatever follows the row in memory
   values_bf16,         // V rounded to bfloat16 under a float32 claim
   // Precision losses that only a tight tier sees on long rows (spec/SPEC.md
@@ -68,7 +69,16 @@ class BlockedKernel final : public Kernel {
             const int last_key = last_row + offset;
             tiles = last_key < 0 ? 0 : std::min(tiles, last_key / kKeyTile + 1);
           }
-          for (int i = q0; i < q1; ++i) run_row(p, {b, h, i}, tiles, scale, result);
+          // A window's left edge: tiles before the first row's edge hold no
+          // visible key (the first row's edge is the leftmost).
+          int first_tile = 0;
+          if (p.window && p.window->left) {
+            const int window_offset = p.window->alignment == Alignment::bottom_right ? d.kv_len - d.q_len : 0;
+            const int first_row = bug_ == TileBug::window_tile_start ? q1 - 1 : q0;
+            const long first_key = static_cast<long>(first_row) + window_offset - *p.window->left;
+            first_tile = first_key <= 0 ? 0 : static_cast<int>(first_key / kKeyTile);
+          }
+          for (int i = q0; i < q1; ++i) run_row(p, {b, h, i}, first_tile, tiles, scale, result);
         }
     return result;
   }
@@ -92,16 +102,16 @@ class BlockedKernel final : public Kernel {
     return x + static_cast<float>(p.mask_value(r, key));
   }
 
-  void run_row(const Problem& p, RowIndex r, int tiles, float scale, KernelResult& result) const {
+  void run_row(const Problem& p, RowIndex r, int first_tile, int tiles, float scale, KernelResult& result) const {
     const Dims& d = p.dims;
     const int g = p.kv_head_of(r.head);
     const std::size_t row = p.row_flat(r);
     const int columns = bug_ == TileBug::value_columns_past_64 ? std::min(d.d_v, kHeadChunk) : d.d_v;
-    if (bug_ == TileBug::split_partials_f16 && tiles > 1) return run_split_row(p, r, tiles, scale, result);
+    if (bug_ == TileBug::split_partials_f16 && tiles > 1) return run_split_row(p, r, first_tile, tiles, scale, result);
     float max = kMinusInfinity, sum = 0;
     int visible = 0;
     std::vector<float> acc(static_cast<std::size_t>(d.d_v), 0.0f);
-    for (int tile = 0; tile < tiles; ++tile) {
+    for (int tile = first_tile; tile < tiles; ++tile) {
       const int key0 = tile * kKeyTile, key1 = std::min(key0 + kKeyTile, d.kv_len);
       std::vector<float> x(static_cast<std::size_t>(key1 - key0), kMinusInfinity);
       float tile_max = kMinusInfinity;
@@ -143,13 +153,13 @@ class BlockedKernel final : public Kernel {
   // Split-KV (FlashDecoding) on rows of more than one key tile: each tile
   // is a split with its own normalised output and lse, merged with
   // weights exp(lse_s - max lse).
-  void run_split_row(const Problem& p, RowIndex r, int tiles, float scale, KernelResult& result) const {
+  void run_split_row(const Problem& p, RowIndex r, int first_tile, int tiles, float scale, KernelResult& result) const {
     const Dims& d = p.dims;
     const int g = p.kv_head_of(r.head);
     const std::size_t row = p.row_flat(r);
     std::vector<float> lse_of_split;
     std::vector<std::vector<float>> out_of_split;
-    for (int tile = 0; tile < tiles; ++tile) {
+    for (int tile = first_tile; tile < tiles; ++tile) {
       const int key0 = tile * kKeyTile, key1 = std::min(key0 + kKeyTile, d.kv_len);
       std::vector<float> x;
       std::vector<int> keys;
@@ -205,6 +215,7 @@ constexpr Dims kWideValues{1, 8, 8, 9, 9, 80, 80};
 constexpr Dims kLongKeys{1, 8, 8, 9, 129, 16, 16};
 constexpr Dims kWideKeys{1, 8, 8, 9, 9, 80, 80};
 constexpr Dims kCausalTiles{1, 8, 8, 129, 257, 16, 16};
+constexpr Dims kWindowTiles{1, 8, 8, 257, 257, 16, 16};
 constexpr Dims kPaddedKeys{1, 8, 8, 9, 9, 111, 111};
 constexpr Dims kTwoSplits{1, 8, 8, 9, 257, 16, 16};
 constexpr Dims kLongRows{1, 8, 8, 9, 257, 16, 16};
@@ -226,6 +237,9 @@ std::span<const MutantEntry> tile_mutant_kernels() {
     ATTNSPEC_TILE_MUTANT(causal_tile_count, "mutant-causal-tile-count",
                          "causal key tiles counted from a query tile's first row: a diagonal crossing a tile loses keys",
                          "CAUSAL", kCausalTiles),
+    ATTNSPEC_TILE_MUTANT(window_tile_start, "mutant-window-tile-start",
+                         "a window's first key tile taken from a query tile's last row: an edge crossing a tile loses keys",
+                         "WINDOW", kWindowTiles),
     ATTNSPEC_TILE_MUTANT(head_dim_overread, "mutant-head-dim-overread",
                          "d_k > 32 padded to a multiple of 64 with the memory after the row", "PREC", kPaddedKeys),
     ATTNSPEC_TILE_MUTANT(values_bf16, "mutant-values-bf16", "V rounded to bfloat16, float32 claimed", "PREC",

@@ -82,7 +82,7 @@ std::vector<Element> converted(const std::vector<double>& values) {
 // empty when nothing is masked.
 template <typename Element>
 std::vector<Element> additive_mask(const Problem& p) {
-  if (p.mask_kind == MaskKind::none && p.causal == Causal::none) return {};
+  if (p.every_key_visible()) return {};
   const Dims& d = p.dims;
   const int batches = p.mask_kind == MaskKind::none ? 1 : p.mask_batch;
   const int heads = p.mask_kind == MaskKind::none ? 1 : p.mask_heads;

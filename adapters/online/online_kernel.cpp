@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace attnspec {
@@ -64,7 +66,8 @@ class OnlineKernel final : public Kernel {
     std::vector<float> logits(static_cast<std::size_t>(tiles_.keys));
     std::vector<char> visible(static_cast<std::size_t>(tiles_.keys));
     std::vector<float> tile_acc(static_cast<std::size_t>(d.d_v));
-    for (int key0 = 0; key0 < d.kv_len; key0 += tiles_.keys) {
+    const auto [low, high] = key_range(p, first, last);
+    for (int key0 = low / tiles_.keys * tiles_.keys; key0 <= high; key0 += tiles_.keys) {
       const int key1 = std::min(key0 + tiles_.keys, d.kv_len);
       for (int i = first; i < last; ++i) {
         const RowIndex r{b, h, i};
@@ -120,6 +123,24 @@ class OnlineKernel final : public Kernel {
         result.out[flat * d.d_v + t] = round_to_format(static_cast<double>(row.acc[static_cast<std::size_t>(t)] / row.sum), io_);
       result.lse[flat] = static_cast<double>(row.max + std::log(row.sum));
     }
+  }
+
+  // The keys [low, high] any row of query tile [first, last) can see under
+  // causal masking and the window: the key tiles outside it are skipped,
+  // as FlashAttention bounds its key loop (n_block_min, n_block_max); the
+  // per-key test does the rest. Empty when low > high.
+  static std::pair<int, int> key_range(const Problem& p, int first, int last) {
+    const Dims& d = p.dims;
+    std::int64_t low = 0, high = d.kv_len - 1;
+    if (p.causal != Causal::none)
+      high = std::min<std::int64_t>(high, last - 1 + (p.causal == Causal::bottom_right ? d.kv_len - d.q_len : 0));
+    if (p.window) {
+      const int offset = p.window->alignment == Alignment::bottom_right ? d.kv_len - d.q_len : 0;
+      if (p.window->left) low = std::max<std::int64_t>(low, std::int64_t{first} + offset - *p.window->left);
+      if (p.window->right) high = std::min<std::int64_t>(high, std::int64_t{last} - 1 + offset + *p.window->right);
+    }
+    if (low > high) return {0, -1};
+    return {static_cast<int>(low), static_cast<int>(high)};
   }
 
   static float dot(std::span<const double> a, std::span<const double> b) {

@@ -28,6 +28,7 @@ def hello(dtype_name):
         "capabilities": {
             "masks": ["bool", "additive"],
             "causal": ["top_left", "bottom_right"],
+            "window": ["top_left", "bottom_right"],
             "gqa": True,
             "scale": True,
             "softcap": True,
@@ -53,6 +54,13 @@ def attention(case, q, k, v, mask, dtype):
     if case["causal"] is not None:
         offset = 0 if case["causal"] == "top_left" else S - L
         visible &= np.arange(S)[None, :] <= np.arange(L)[:, None] + offset
+    window = case.get("window")  # absent or null: no window
+    if window is not None:
+        diagonal = np.arange(L)[:, None] + (0 if window["alignment"] == "top_left" else S - L)
+        if window["left"] is not None:
+            visible &= np.arange(S)[None, :] >= diagonal - window["left"]
+        if window["right"] is not None:
+            visible &= np.arange(S)[None, :] <= diagonal + window["right"]
     if case["mask"] == "bool":
         visible &= np.broadcast_to(mask, visible.shape)
     elif case["mask"] == "additive":  # -inf blocks a key like False does

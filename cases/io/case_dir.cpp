@@ -28,7 +28,8 @@ constexpr std::uint64_t kMaxCaseJsonBytes = 16u << 20;
 const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
                                                "kv_len", "q_len",   "d_k",     "d_v",     "scale",
-                                               "softcap", "causal", "mask",    "provenance"};
+                                               "softcap", "causal", "window",  "mask",
+                                               "provenance"};
   return fields;
 }
 
@@ -71,6 +72,47 @@ class JsonFields {
   const json& object_;
   std::string file_;
 };
+
+// "window": absent or null (none), or {"left": L, "right": R, "alignment":
+// A} with L and R null (unbounded) or integers >= 0. Optional, unlike the
+// older fields, so that cases written before windows existed still load.
+std::optional<Window> read_window(const json& object, const std::string& file) {
+  if (!object.contains("window") || object["window"].is_null()) return std::nullopt;
+  const json& value = object["window"];
+  const auto fail = [&](const std::string& field, const std::string& message) {
+    throw InputError(file, field, message);
+  };
+  if (!value.is_object())
+    fail("window", "expected null or an object {\"left\": ..., \"right\": ..., \"alignment\": ...}, got " + value.dump());
+  for (const auto& [key, item] : value.items())
+    if (key != "left" && key != "right" && key != "alignment") fail("window." + key, "unknown field");
+  Window window;
+  const auto side = [&](const char* name) -> std::optional<int> {
+    const std::string field = std::string("window.") + name;
+    if (!value.contains(name)) fail(field, "missing (required; null for unbounded)");
+    const json& extent = value[name];
+    if (extent.is_null()) return std::nullopt;
+    if (!extent.is_number_integer() || extent.get<long long>() < 0 || extent.get<long long>() > (1 << 30))
+      fail(field, "expected null (unbounded) or an integer >= 0, got " + extent.dump());
+    return extent.get<int>();
+  };
+  window.left = side("left");
+  window.right = side("right");
+  if (!value.contains("alignment")) fail("window.alignment", "missing (required)");
+  const json& alignment = value["alignment"];
+  if (alignment == "top_left") window.alignment = Alignment::top_left;
+  else if (alignment == "bottom_right") window.alignment = Alignment::bottom_right;
+  else fail("window.alignment", "expected one of \"top_left\", \"bottom_right\", got " + alignment.dump());
+  return window;
+}
+
+json window_json(const std::optional<Window>& window) {
+  if (!window) return nullptr;
+  const auto side = [](const std::optional<int>& extent) { return extent ? json(*extent) : json(nullptr); };
+  return {{"left", side(window->left)},
+          {"right", side(window->right)},
+          {"alignment", std::string(to_string(window->alignment))}};
+}
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
   std::string text = "[";
@@ -156,6 +198,7 @@ Case load_case(const fs::path& directory) {
   p.softcap = fields.optional_positive("softcap");
   const std::string causal = fields.choice("causal", {"top_left", "bottom_right"}, true);
   p.causal = causal == "top_left" ? Causal::top_left : causal == "bottom_right" ? Causal::bottom_right : Causal::none;
+  p.window = read_window(object, json_file);
   const std::string mask = fields.choice("mask", {"bool", "additive"}, true);
   p.mask_kind = mask == "bool" ? MaskKind::boolean : mask == "additive" ? MaskKind::additive : MaskKind::none;
   const json& provenance = fields.required("provenance");
@@ -225,6 +268,9 @@ void save_case(const Case& c, const fs::path& directory) {
       {"mask", p.mask_kind == MaskKind::none ? json(nullptr) : json(std::string(to_string(p.mask_kind)))},
       {"provenance", c.provenance},
   };
+  // Written only when there is one: a case without a window stays readable
+  // by attnspec versions from before windows.
+  if (p.window) object["window"] = window_json(p.window);
   // Provenance can carry a kernel's messages: bytes that are not UTF-8 are
   // replaced rather than failing the save.
   const std::string case_json = object.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

@@ -23,9 +23,11 @@ std::vector<int> draw_permutation(int n) {
   return order;
 }
 
-Features without_causal() {
+// Causal masking and windows tie visibility to positions, which PERMQ and
+// PERMKV move.
+Features without_position_rules() {
   Features f;
-  f.causal = false;
+  f.causal = f.window = false;
   return f;
 }
 
@@ -46,7 +48,7 @@ std::vector<double> permute_blocks(const std::vector<double>& from, std::size_t 
 ClauseOutcome check_permq(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
-    p = draw_problem(context.kernel, context.profile, without_causal());
+    p = draw_problem(context.kernel, context.profile, without_position_rules());
     const int L = p.dims.q_len;
     const std::vector<int> order = draw_permutation(L);
     Problem permuted = p;  // query i of `permuted` is query order[i] of p
@@ -71,7 +73,7 @@ ClauseOutcome check_permq(PropertyContext& context) {
 ClauseOutcome check_permkv(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
-    p = draw_problem(context.kernel, context.profile, without_causal());
+    p = draw_problem(context.kernel, context.profile, without_position_rules());
     const int S = p.dims.kv_len;
     const std::vector<int> order = draw_permutation(S);
     Problem permuted = p;

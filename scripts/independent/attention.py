@@ -38,6 +38,12 @@ def visible_keys(case, b, h, i):
             continue
         if case.causal == "bottom_right" and j > i + S - L:
             continue
+        if case.window is not None:
+            diagonal = i + (S - L if case.window["alignment"] == "bottom_right" else 0)
+            if case.window["left"] is not None and j < diagonal - case.window["left"]:
+                continue
+            if case.window["right"] is not None and j > diagonal + case.window["right"]:
+                continue
         m = Fraction(0)
         if case.mask_kind == "bool":
             if not case.mask_at(b, h, i, j):

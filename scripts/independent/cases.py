@@ -19,6 +19,8 @@ CASE_FIELDS = (
     "format", "dtype", "batch", "q_heads", "kv_heads", "q_len", "kv_len",
     "d_k", "d_v", "scale", "softcap", "causal", "mask", "provenance",
 )
+# Optional fields: absent means null (written only when set).
+OPTIONAL_FIELDS = ("window",)
 SIZE_FIELDS = ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v")
 
 
@@ -38,6 +40,7 @@ class Case:
     scale: object  # float or None
     softcap: object  # float or None
     causal: object  # None, "top_left" or "bottom_right"
+    window: object  # None or {"left": int or None, "right": int or None, "alignment": ...}
     mask_kind: object  # None, "bool" or "additive"
     q: list
     k: list
@@ -87,7 +90,7 @@ def _check_meta(meta, where):
     """Validate case.json fields; return them normalised."""
     if not isinstance(meta, dict):
         raise BadInput(f"{where}: case.json must hold an object")
-    unknown = set(meta) - set(CASE_FIELDS)
+    unknown = set(meta) - set(CASE_FIELDS) - set(OPTIONAL_FIELDS)
     missing = set(CASE_FIELDS) - set(meta)
     if unknown or missing:
         raise BadInput(f"{where}: unknown fields {sorted(unknown)}, missing fields {sorted(missing)}")
@@ -103,6 +106,16 @@ def _check_meta(meta, where):
         raise BadInput(f"{where}: q_heads must be a multiple of kv_heads")
     if meta["causal"] not in (None, "top_left", "bottom_right"):
         raise BadInput(f"{where}: causal must be null, 'top_left' or 'bottom_right'")
+    window = meta.get("window")
+    if window is not None:
+        if not isinstance(window, dict) or set(window) != {"left", "right", "alignment"}:
+            raise BadInput(f"{where}: window must be null or an object with left, right and alignment")
+        for side in ("left", "right"):
+            n = window[side]
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+                raise BadInput(f"{where}: window.{side} must be null or an integer >= 0")
+        if window["alignment"] not in ("top_left", "bottom_right"):
+            raise BadInput(f"{where}: window.alignment must be 'top_left' or 'bottom_right'")
     if meta["mask"] not in (None, "bool", "additive"):
         raise BadInput(f"{where}: mask must be null, 'bool' or 'additive'")
     if not isinstance(meta["provenance"], dict):
@@ -164,7 +177,7 @@ def read_case(case_dir):
     return Case(
         path=case_dir, dtype=meta["dtype"], batch=B, q_heads=Hq, kv_heads=Hkv, q_len=L,
         kv_len=S, d_k=dk, d_v=dv, scale=meta["scale"], softcap=meta["softcap"],
-        causal=meta["causal"], mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
+        causal=meta["causal"], window=meta.get("window"), mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
         v=arrays["v"], mask=mask, mask_shape=mask_shape,
     )
 
@@ -179,6 +192,7 @@ def write_case(case_dir, meta, q, k, v, mask=None):
     os.makedirs(case_dir, exist_ok=True)
     doc = {"format": CASE_FORMAT}
     doc.update({name: meta[name] for name in CASE_FIELDS if name != "format"})
+    doc.update({name: meta[name] for name in OPTIONAL_FIELDS if meta.get(name) is not None})
     with open(os.path.join(case_dir, "case.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2)
         f.write("\n")

@@ -25,6 +25,7 @@ RANDOM_BLOCK = 12
 RANDOM_FEATURES = {
     "dtype": list(FORMATS),
     "causal": [None, "top_left", "bottom_right"],
+    "window": [None, "top_left", "bottom_right"],
     "mask": [None, "bool", "additive"],
     "mask_shape": ["broadcast", "full", "batch_only", "heads_only"],
     "group": [1, 2, 3, 4],  # Hq / Hkv
@@ -104,6 +105,17 @@ def _random_sizes(rng, plan):
             "q_len": L, "kv_len": S, "d_k": d_k, "d_v": d_v}
 
 
+def _random_window(seed, index, alignment, S):
+    """A window of the alignment drawn (None: no window); each side
+    unbounded or 0 to S. Its own generator, so that adding windows left the
+    other features' draws as they were."""
+    if alignment is None:
+        return None
+    rng = random.Random(f"attnspec-random/{seed}/{index}/window")
+    side = lambda: None if rng.random() < 0.25 else rng.randint(0, S)
+    return {"left": side(), "right": side(), "alignment": alignment}
+
+
 def _random_mask(rng, plan, sizes):
     B, Hq, L, S = sizes["batch"], sizes["q_heads"], sizes["q_len"], sizes["kv_len"]
     mb, mh = {"broadcast": (1, 1), "full": (B, Hq), "batch_only": (B, 1), "heads_only": (1, Hq)}[plan["mask_shape"]]
@@ -145,6 +157,7 @@ def random_case(rng, plan, seed, index):
         "scale": None if plan["scale"] == "default" else rng.choice(EXPLICIT_SCALES),
         "softcap": None if plan["softcap"] is None else rng.choice(SOFTCAPS),
         "causal": plan["causal"],
+        "window": _random_window(seed, index, plan["window"], S),
         "mask": plan["mask"],
     })
     poisoned = _poison_unread_keys(meta, k, v, mask)
@@ -163,6 +176,7 @@ def _poison_unread_keys(meta, k, v, mask):
     case = Case(path=None, dtype=meta["dtype"], batch=meta["batch"], q_heads=meta["q_heads"],
                 kv_heads=meta["kv_heads"], q_len=meta["q_len"], kv_len=meta["kv_len"],
                 d_k=meta["d_k"], d_v=meta["d_v"], scale=None, softcap=None, causal=meta["causal"],
+                window=meta["window"],
                 mask_kind=meta["mask"], q=[], k=k, v=v, mask=None if mask is None else mask[1],
                 mask_shape=None if mask is None else mask[0])
     group = case.q_heads // case.kv_heads
