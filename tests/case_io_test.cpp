@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <unistd.h>
 
 #include "cases/io/case_dir.hpp"
@@ -87,6 +88,30 @@ TEST_F(CaseIo, WindowRoundTripsAndIsOptional) {
   j["window"] = nullptr;
   write_json(j);
   EXPECT_FALSE(load_case(dir_).problem.window);
+}
+
+// The schema names what the reader takes: a saved case with every optional
+// field holds exactly the schema's properties, one without them exactly
+// its required ones.
+TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
+  std::ifstream in(fs::path(ATTNSPEC_SOURCE_DIR) / "cases/attnspec-case-1.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(in);
+  const auto keys = [](const nlohmann::json& object) {
+    std::set<std::string> names;
+    for (const auto& [key, value] : object.items()) names.insert(key);
+    return names;
+  };
+  std::set<std::string> required;
+  for (const auto& key : schema.at("required")) required.insert(key.get<std::string>());
+  Case c = sample_case();
+  save_case(c, dir_);
+  const nlohmann::json without_window = read_json();
+  c.problem.window = Window{1, 2, Alignment::bottom_right};
+  save_case(c, dir_);
+  const nlohmann::json with_window = read_json();
+  EXPECT_EQ(keys(with_window), keys(schema.at("properties")));
+  EXPECT_EQ(keys(without_window), required);
+  EXPECT_EQ(keys(with_window.at("window")), keys(schema.at("properties").at("window").at("oneOf").at(1).at("properties")));
 }
 
 TEST_F(CaseIo, BadWindowsAreNamed) {

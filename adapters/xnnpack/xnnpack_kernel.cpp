@@ -92,6 +92,10 @@ class XnnpackF32Kernel final : public Kernel {
     // Its softmax of a row of -inf is -inf, not the spec's 0: FULLMASK
     // reports that, the other clauses leave such rows out.
     c.fully_masked_rows = false;
+    // XNNPACK has no attention, so no window either: one would be this
+    // adapter's glue alone (MASKNAN already judges how its P V treats
+    // blocked keys).
+    c.window_top_left = c.window_bottom_right = false;
     return c;
   }
 
