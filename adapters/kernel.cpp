@@ -9,6 +9,7 @@ Capabilities full_capabilities() {
   Capabilities c;
   c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
   c.window_top_left = c.window_bottom_right = true;
+  c.alibi_top_left = c.alibi_bottom_right = true;
   c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
   c.fully_masked_rows = true;
   return c;
@@ -24,6 +25,10 @@ std::vector<std::string> missing_capabilities(const Capabilities& c, const Probl
     missing.push_back("needs a sliding window, top_left");
   if (p.window && p.window->alignment == Alignment::bottom_right && !c.window_bottom_right)
     missing.push_back("needs a sliding window, bottom_right");
+  if (p.alibi && p.alibi->alignment == Alignment::top_left && !c.alibi_top_left)
+    missing.push_back("needs ALiBi, top_left");
+  if (p.alibi && p.alibi->alignment == Alignment::bottom_right && !c.alibi_bottom_right)
+    missing.push_back("needs ALiBi, bottom_right");
   if (p.dims.q_heads != p.dims.kv_heads && !c.gqa) missing.push_back("needs GQA (Hq != Hkv)");
   if (p.scale && !c.explicit_scale) missing.push_back("needs an explicit scale");
   if (p.softcap && !c.softcap) missing.push_back("needs softcap");
@@ -55,6 +60,12 @@ std::string describe(const Capabilities& c) {
     if (c.window_top_left) window += "top_left";
     if (c.window_bottom_right) window += c.window_top_left ? ",bottom_right" : "bottom_right";
     add(true, window);
+  }
+  if (c.alibi_top_left || c.alibi_bottom_right) {
+    std::string alibi = "alibi:";
+    if (c.alibi_top_left) alibi += "top_left";
+    if (c.alibi_bottom_right) alibi += c.alibi_top_left ? ",bottom_right" : "bottom_right";
+    add(true, alibi);
   }
   add(c.gqa, "gqa");
   add(c.explicit_scale, "scale");

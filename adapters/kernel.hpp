@@ -32,6 +32,8 @@ struct Capabilities {
   bool causal_bottom_right = false;
   bool window_top_left = false;      // sliding windows of either alignment
   bool window_bottom_right = false;
+  bool alibi_top_left = false;       // ALiBi biases of either alignment
+  bool alibi_bottom_right = false;
   bool gqa = false;             // Hq != Hkv
   bool explicit_scale = false;  // a scale other than 1/sqrt(d_k)
   bool softcap = false;

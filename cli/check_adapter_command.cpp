@@ -63,6 +63,12 @@ std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
   if (caps.window_bottom_right)
     list.push_back({"sliding window (1, 0) bottom_right", base}),
         list.back().problem.window = Window{1, 0, Alignment::bottom_right};
+  // Slopes 1/2 and 1/4 (ALiBi's for 2 heads): exact in every format.
+  for (const Alignment alignment : {Alignment::top_left, Alignment::bottom_right}) {
+    if (!(alignment == Alignment::top_left ? caps.alibi_top_left : caps.alibi_bottom_right)) continue;
+    list.push_back({"ALiBi " + std::string(to_string(alignment)), base});
+    list.back().problem.alibi = Alibi{{0.5, 0.25}, false, alignment};
+  }
   if (caps.explicit_scale) list.push_back({"explicit scale 0.75", base}), list.back().problem.scale = 0.75;
   if (caps.softcap) list.push_back({"softcap 2", base}), list.back().problem.softcap = 2.0;
   return list;

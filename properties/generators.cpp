@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -121,7 +122,7 @@ double draw_value(IntegerSource& source, FormatId format, Distribution distribut
 
 Features no_features() {
   Features f;
-  f.bool_mask = f.additive_mask = f.causal = f.window = f.softcap = f.explicit_scale = false;
+  f.bool_mask = f.additive_mask = f.causal = f.window = f.alibi = f.softcap = f.explicit_scale = false;
   f.gqa = f.dv_ne_dk = f.fully_masked_rows = false;
   return f;
 }
@@ -278,6 +279,32 @@ std::optional<Window> draw_window(const Dims& d, const Capabilities& caps) {
   return window;
 }
 
+std::optional<Alibi> draw_alibi(const Dims& d, const Capabilities& caps) {
+  if (!caps.alibi_top_left && !caps.alibi_bottom_right) return std::nullopt;
+  Alibi alibi;
+  const bool top_left = caps.alibi_top_left && (!caps.alibi_bottom_right || draw_in(0, 1) == 1);
+  alibi.alignment = top_left ? Alignment::top_left : Alignment::bottom_right;
+  alibi.per_batch = draw_in(0, 1) == 1;
+  const bool paper = draw_in(0, 1) == 1;
+  // The paper's rule, as FlashInfer, cuDNN, vLLM, BLOOM, MPT and ggml
+  // compute it: with n the largest power of two <= H, heads 1..n get
+  // 2^(-8k/n) and the rest 2^(-4(2k - 1)/n), the odd slopes of 2n heads.
+  const int n = static_cast<int>(std::bit_floor(static_cast<unsigned>(d.q_heads)));
+  const auto paper_slope = [&](int head) {
+    return head < n ? std::exp2(-8.0 * (head + 1) / n) : std::exp2(-4.0 * (2 * (head - n + 1) - 1) / n);
+  };
+  // One draw whatever the shape (a draw per head would move every later
+  // draw when shrinking takes a head away): k/16 for the first slope, the
+  // next ones k + 1, k + 2, ... (mod 17) sixteenths.
+  const int small = draw_in(0, 16);
+  const int count = (alibi.per_batch ? d.batch : 1) * d.q_heads;
+  for (int i = 0; i < count; ++i) {
+    const double slope = paper ? paper_slope(i % d.q_heads) : ((small + i) % 17) / 16.0;
+    alibi.slopes.push_back(static_cast<double>(static_cast<float>(slope)));
+  }
+  return alibi;
+}
+
 void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
   fill_mask(p, draw_mask_plan(p.dims, caps, features), features);
 }
@@ -296,8 +323,11 @@ Problem draw_problem(const Kernel& kernel, const Profile& profile, const Feature
   if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) && draw_in(0, 2) == 2)
     p.causal = caps.causal_top_left && (!caps.causal_bottom_right || draw_in(0, 1) == 1) ? Causal::top_left
                                                                                           : Causal::bottom_right;
-  if (features.window && (caps.window_top_left || caps.window_bottom_right) && draw_in(0, 3) == 3)
+  if (features.window && (caps.window_top_left || caps.window_bottom_right) &&
+      (features.always_window || draw_in(0, 3) == 3))
     p.window = draw_window(p.dims, caps);
+  if (features.alibi && (caps.alibi_top_left || caps.alibi_bottom_right) && (features.always_alibi || draw_in(0, 3) == 3))
+    p.alibi = draw_alibi(p.dims, caps);
   if (features.explicit_scale && caps.explicit_scale && draw_in(0, 2) == 2)
     p.scale = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
   if (features.softcap && caps.softcap && draw_in(0, 3) == 3) p.softcap = draw_in(1, 30);

@@ -39,6 +39,11 @@ struct Features {
   bool additive_mask = true;
   bool causal = true;
   bool window = true;  // sliding windows
+  bool alibi = true;   // ALiBi biases
+  // Every problem gets one (WINDOW, ALIBI): drawn in its place among the
+  // options, before the tensors, so that shrinking keeps it.
+  bool always_window = false;
+  bool always_alibi = false;
   bool softcap = true;
   bool explicit_scale = true;
   bool gqa = true;
@@ -54,8 +59,8 @@ Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features&
 void fit_to_limit(Dims& d, std::size_t max_elements);
 Distribution draw_distribution();
 std::vector<double> draw_values(std::size_t count, FormatId format, Distribution distribution);
-// A complete problem: shape, tensors, then mask, causal, window, scale and
-// softcap.
+// A complete problem: shape, tensors, then mask, causal, window, ALiBi,
+// scale and softcap.
 // `adjust` may change the shape before the tensors are drawn.
 Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
                      const std::function<void(Dims&)>& adjust = {});
@@ -65,5 +70,9 @@ void draw_mask(Problem& p, const Capabilities& caps, const Features& features);
 // d: each side unbounded (1 in 3), small (0-8), or anywhere up to S + 1;
 // nullopt when the kernel has no windows.
 std::optional<Window> draw_window(const Dims& d, const Capabilities& caps);
+// ALiBi of an alignment the kernel has: per head, or per batch entry and
+// head; the slopes of the ALiBi paper (rounded to float32), or
+// consecutive sixteenths. nullopt when the kernel has none.
+std::optional<Alibi> draw_alibi(const Dims& d, const Capabilities& caps);
 
 }  // namespace attnspec

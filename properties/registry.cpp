@@ -15,7 +15,7 @@ constexpr std::array kProperties = {
     RegisteredProperty{"UNIFORM", check_uniform},   RegisteredProperty{"MASKBOOL", check_maskbool},
     RegisteredProperty{"MASKADD", check_maskadd},   RegisteredProperty{"MASKNAN", check_masknan},
     RegisteredProperty{"CAUSAL", check_causal},     RegisteredProperty{"WINDOW", check_window},
-    RegisteredProperty{"FULLMASK", check_fullmask},
+    RegisteredProperty{"ALIBI", check_alibi},       RegisteredProperty{"FULLMASK", check_fullmask},
     RegisteredProperty{"PERMQ", check_permq},       RegisteredProperty{"PERMKV", check_permkv},
     RegisteredProperty{"SHIFT", check_shift},       RegisteredProperty{"TEMP", check_temp},
     RegisteredProperty{"LINV", check_linv},         RegisteredProperty{"GQA", check_gqa},

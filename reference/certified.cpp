@@ -56,7 +56,7 @@ RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights, 
     const std::size_t j = row.representative[g];
     Interval delta = cap ? capped_difference(scale, *cap, row.dot[j], row.dot[r])
                          : scale * enclose_difference(row.dot[j], row.dot[r]);
-    delta += enclose_difference(row.mask[j], row.mask[r]);
+    delta += enclose_difference(row.additive[j], row.additive[r]);
     u[g] = exp(delta);
     sum_u += u[g] * Interval(row.group_size[g]);
   }
@@ -84,7 +84,7 @@ RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights, 
   }
   Interval x_r = scale * enclose(row.dot[r]);
   if (cap) x_r = *cap * tanh(x_r / *cap);
-  result.lse = x_r + Interval(row.mask[r]) + log(sum_u);
+  result.lse = x_r + enclose(row.additive[r]) + log(sum_u);
   return result;
 }
 

@@ -28,15 +28,16 @@ ScaleKind scale_kind(const Problem& p) {
 
 // A rough logit, only to pick a reference key near the maximum; any choice
 // is correct, a good one keeps exp() in range.
-Real rough_logit(const Problem& p, const Real& dot, double mask) {
+Real rough_logit(const Problem& p, const Real& dot, const Real& additive) {
   WorkingPrecision precision(64);
   // Boost keeps the larger precision of two operands: round the exact dot
-  // product (thousands of bits at times) to 64 bits first.
-  Real x;
+  // product (thousands of bits at times) and additive term to 64 bits first.
+  Real x, offset;
   mpfr_set(x.backend().data(), dot.backend().data(), MPFR_RNDN);
+  mpfr_set(offset.backend().data(), additive.backend().data(), MPFR_RNDN);
   x *= p.scale ? Real(*p.scale) : Real(1) / sqrt(Real(p.dims.d_k));
   if (p.softcap) x = Real(*p.softcap) * tanh(x / Real(*p.softcap));
-  return x + Real(mask);
+  return x + offset;
 }
 
 // Fills the group fields of an ExactRow (see exact_row.hpp).
@@ -46,7 +47,7 @@ void group_equal_logits(const Problem& p, ExactRow& row) {
   std::iota(order.begin(), order.end(), 0);
   const auto less = [&](std::size_t a, std::size_t b) {
     const int c = mpfr_cmp(row.dot[a].backend().data(), row.dot[b].backend().data());
-    return c != 0 ? c < 0 : row.mask[a] < row.mask[b];
+    return c != 0 ? c < 0 : mpfr_less_p(row.additive[a].backend().data(), row.additive[b].backend().data()) != 0;
   };
   std::stable_sort(order.begin(), order.end(), less);
   row.group_of.assign(n, 0);
@@ -122,7 +123,9 @@ ExactRow prepare_row(const Problem& p, RowIndex r) {
   for (int j = 0; j < p.dims.kv_len; ++j) {
     if (!p.visible(r, j)) continue;
     row.visible.push_back(j);
-    row.mask.push_back(p.mask_value(r, j));
+    // The mask value plus the ALiBi bias (an exact double), summed exactly.
+    const double terms[] = {p.mask_value(r, j), p.alibi_bias(r, j)}, ones[] = {1.0, 1.0};
+    row.additive.push_back(exact_dot(terms, ones));
     const auto k = p.key_row(r.batch, row.kv_head, j);
     const bool k_finite = std::all_of(k.begin(), k.end(), [](double x) { return std::isfinite(x); });
     if (!q_finite || !k_finite) {
@@ -134,9 +137,9 @@ ExactRow prepare_row(const Problem& p, RowIndex r) {
   }
   if (row.nonfinite_logits || row.visible.empty()) return row;
   group_equal_logits(p, row);
-  Real best = rough_logit(p, row.dot[0], row.mask[0]);
+  Real best = rough_logit(p, row.dot[0], row.additive[0]);
   for (std::size_t j = 1; j < row.visible.size(); ++j) {
-    Real x = rough_logit(p, row.dot[j], row.mask[j]);
+    Real x = rough_logit(p, row.dot[j], row.additive[j]);
     if (x > best) {
       best = x;
       row.reference_key = j;
@@ -161,7 +164,7 @@ ExactForms exact_forms(const Problem& p, const ExactRow& row) {
   std::vector<Rational> key(n), mask_key(n);
   for (std::size_t j = 0; j < n; ++j) {
     const Rational d = exact_rational(row.dot[j]);
-    const Rational m = exact_rational(row.mask[j]);
+    const Rational m = exact_rational(row.additive[j]);
     if (!rational_logits) {
       key[j] = d;
       mask_key[j] = m;
@@ -189,7 +192,7 @@ ExactForms exact_forms(const Problem& p, const ExactRow& row) {
 
   if (n == 1) {
     const Rational d = exact_rational(row.dot[0]);
-    const Rational m = exact_rational(row.mask[0]);
+    const Rational m = exact_rational(row.additive[0]);
     if (d == 0) {
       forms.lse = m;
     } else if (rational_logits) {

@@ -17,11 +17,11 @@ struct ExactRow {
   int kv_head = 0;
   std::vector<int> visible;   // key positions, ascending
   std::vector<Real> dot;      // exact q . k_j for each visible key
-  std::vector<double> mask;   // additive mask value of each visible key
+  std::vector<Real> additive;  // each visible key's mask value plus ALiBi bias, exactly
   bool nonfinite_logits = false;   // a NaN or infinity in q or a visible key
   std::size_t reference_key = 0;   // index into `visible` of a largest logit
 
-  // Keys with equal dot products and mask values have equal logits; the
+  // Keys with equal dot products and additive terms have equal logits; the
   // evaluation treats each such group as one term, with its values summed
   // exactly, so that tied keys cancel exactly instead of within rounding.
   std::vector<std::size_t> group_of;        // per visible key

@@ -95,7 +95,10 @@ RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
     else
       dot_product = dot_with_running_bound<Real>(q.data(), k.data(), d);
     const Real dot = dot_product.value, magnitude = dot_product.magnitude, partial_sums = dot_product.partial_sums;
-    const Real mask = unmasked ? 0 : static_cast<Real>(p.mask_value(r, j));
+    // The mask value plus the ALiBi bias: both exact doubles, their sum
+    // within one rounding (added to the error below).
+    const Real additive = unmasked && !p.alibi ? 0
+                                               : static_cast<Real>(p.mask_value(r, j)) + static_cast<Real>(p.alibi_bias(r, j));
     const Real scaled = dot * scale;
     // The dot product's running bound times the scale; the scale's error
     // times |q.k|; one rounding for the product with the scale;
@@ -122,9 +125,9 @@ RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
       capped = cap * std::copysign(tanh_a, y);
       error += cap * (ur * a + 10 * ur + RungArithmetic<Real>::tiny_term) + ur * std::fabs(capped);
     }
-    const Real logit = capped + mask;
+    const Real logit = capped + additive;
     if (!std::isfinite(logit) || !std::isfinite(magnitude)) in.finite = false;
-    error += ur * std::fabs(logit);  // adding the mask
+    error += ur * std::fabs(additive) + ur * std::fabs(logit);  // forming the additive term, adding it
     worst = std::max(worst, error);
     in.visible.push_back(j);
     in.logits.push_back(logit);

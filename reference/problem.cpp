@@ -88,6 +88,16 @@ double Problem::mask_value(RowIndex r, int key) const {
   return mask_kind == MaskKind::additive ? mask[mask_offset(*this, r, key)] : 0.0;
 }
 
+double Problem::alibi_bias(RowIndex r, int key) const {
+  if (!alibi) return 0.0;
+  const std::size_t head = alibi->per_batch ? static_cast<std::size_t>(r.batch) * dims.q_heads + r.head
+                                            : static_cast<std::size_t>(r.head);
+  const std::int64_t diagonal =
+      std::int64_t{r.query} + (alibi->alignment == Alignment::bottom_right ? dims.kv_len - dims.q_len : 0);
+  const std::int64_t distance = diagonal > key ? diagonal - key : key - diagonal;
+  return -alibi->slopes[head] * static_cast<double>(distance);
+}
+
 std::size_t Problem::rows() const {
   return static_cast<std::size_t>(dims.batch) * dims.q_heads * dims.q_len;
 }
@@ -153,6 +163,17 @@ std::vector<std::string> validate(const Problem& p) {
     errors.push_back("scale: expected null or a finite number > 0");
   if (p.softcap && !(std::isfinite(*p.softcap) && *p.softcap > 0))
     errors.push_back("softcap: expected null or a finite number > 0");
+  if (p.alibi) {
+    const std::size_t want = static_cast<std::size_t>(p.alibi->per_batch ? d.batch : 1) * d.q_heads;
+    if (p.alibi->slopes.size() != want)
+      errors.push_back("alibi_slopes: expected " + std::to_string(want) + " values (" +
+                       (p.alibi->per_batch ? "[B, Hq]" : "[Hq]") + "), got " + std::to_string(p.alibi->slopes.size()));
+    for (double slope : p.alibi->slopes)
+      if (!std::isfinite(slope) || static_cast<double>(static_cast<float>(slope)) != slope) {
+        errors.push_back("alibi_slopes: expected finite float32 values, got " + std::to_string(slope));
+        break;
+      }
+  }
   if (p.window) {
     if (p.window->left && *p.window->left < 0)
       errors.push_back("window.left: expected null (unbounded) or an integer >= 0, got " + std::to_string(*p.window->left));

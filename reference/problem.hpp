@@ -53,12 +53,25 @@ struct Window {
 // Whether key `key` lies in query `query`'s window for a problem of shape d.
 bool window_contains(const Window& window, const Dims& d, int query, int key);
 
+// ALiBi (spec/SPEC.md section 2.3): row i's logit of key j gets the bias
+// -slope_h |i + off - j|, off = 0 (top_left) or S - L (bottom_right),
+// added after the scale and the softcap, beside the additive mask. Slopes
+// are float32 values (FlashAttention's dtype for them), so with distances
+// below 2^29 every bias is an exact double.
+struct Alibi {
+  std::vector<double> slopes;  // [B, Hq] when per_batch, else [Hq]
+  bool per_batch = false;
+  Alignment alignment = Alignment::bottom_right;
+  bool operator==(const Alibi&) const = default;
+};
+
 struct Problem {
   Dims dims;
   std::optional<double> scale;    // nullopt: 1/sqrt(d_k), exactly
   std::optional<double> softcap;  // nullopt: no cap
   Causal causal = Causal::none;
   std::optional<Window> window;  // intersected with causal masking and the mask
+  std::optional<Alibi> alibi;
   MaskKind mask_kind = MaskKind::none;
   int mask_batch = 1;  // 1 (broadcast) or batch
   int mask_heads = 1;  // 1 (broadcast) or q_heads
@@ -83,6 +96,11 @@ struct Problem {
   bool mask_allows(RowIndex r, int key) const;
   // The additive mask value (0 without an additive mask).
   double mask_value(RowIndex r, int key) const;
+  // The ALiBi bias -slope |i + off - j|, exactly (0 without ALiBi).
+  double alibi_bias(RowIndex r, int key) const;
+  // What a kernel adds to the capped logit: mask value plus ALiBi bias,
+  // summed in double (the reference keeps the two apart, exactly).
+  double logit_offset(RowIndex r, int key) const { return mask_value(r, key) + alibi_bias(r, key); }
 
   std::size_t rows() const;  // B * Hq * L
   std::size_t out_size() const { return rows() * static_cast<std::size_t>(dims.d_v); }

@@ -49,7 +49,8 @@ def tensor(nested):
     return tuple(shape), flat
 
 
-def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mask=None, source=None, window=None):
+def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mask=None, source=None, window=None,
+              alibi=None):
     """case.json fields; sizes are read off the arrays' shapes."""
     (B, Hq, L, dk), (_, Hkv, S, _), (_, _, _, dv) = q[0], k[0], v[0]
     provenance = {"generator": GENERATOR, "checks": checks}
@@ -58,7 +59,7 @@ def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mas
     return {
         "dtype": dtype, "batch": B, "q_heads": Hq, "kv_heads": Hkv, "q_len": L, "kv_len": S,
         "d_k": dk, "d_v": dv, "scale": scale, "softcap": softcap, "causal": causal,
-        "mask": mask, "window": window, "provenance": provenance,
+        "mask": mask, "window": window, "alibi": alibi, "provenance": provenance,
     }
 
 
@@ -239,6 +240,32 @@ def sliding_window():
                             "keys i + 2 to i + 4 (both edges inclusive; the last row 2 keys) and outputs "
                             "their mean, exactly 3, 4, 4.5; keys 0 and 1, NaN, are outside every window")
     return meta, q, k, v, None, check
+
+
+def alibi():
+    # A zero query: the logits are the biases alone. Bottom-right, L = 2,
+    # S = 3, so the diagonal is key i + 1; V[j] = j. Head 0 (slope 1/2):
+    # row 0 has distances 1, 0, 1, weights symmetric about key 1 and output
+    # exactly 1; row 1 has distances 2, 1, 0 and output
+    # (e^-m + 2) / (1 + e^-m + e^-2m). Head 1 (slope 0): uniform weights,
+    # output exactly 1. Top-left alignment would give row 0 distances 0, 1, 2.
+    q = tensor([[[[0.0], [0.0]], [[0.0], [0.0]]]])
+    k = tensor([[[[1.0], [-2.0], [0.5]]]])
+    v = tensor([[[[0.0], [1.0], [2.0]]]])
+    slopes = ((2,), [0.5, 0.0])
+
+    def check(results, case):
+        out = values(results, "out")
+        e = math.exp(-0.5)
+        assert out[0] == 1.0 and results.out[0].exact, "row 0: weights symmetric about the diagonal key"
+        assert_close(out[1:2], [(e + 2) / (1 + e + e * e)], 12, "row 1: (e^-m + 2) / (1 + e^-m + e^-2m)")
+        assert out[2:] == [1.0, 1.0], "slope 0: uniform weights"
+
+    meta = make_meta("float32", q, k, v, alibi={"alignment": "bottom_right"},
+                     checks="ALiBi slopes (1/2, 0), bottom_right, L = 2, S = 3, zero query: the logits are "
+                            "-m |i + 1 - j|; head 0 row 0 outputs exactly 1 (symmetric weights), row 1 "
+                            "(e^-0.5 + 2) / (1 + e^-0.5 + e^-1); head 1 (slope 0) outputs exactly 1")
+    return meta, q, k, v, None, check, slopes
 
 
 def dv_ne_dk():
@@ -438,7 +465,7 @@ def subnormal_output():
 
 CASES = [
     seed_matrix, seed_two_keys, seed_zero_query, gqa, causal_top_left, causal_bottom_right,
-    causal_bottom_right_long_q, sliding_window, dv_ne_dk, fully_masked_row, softcap, additive_mask,
+    causal_bottom_right_long_q, sliding_window, alibi, dv_ne_dk, fully_masked_row, softcap, additive_mask,
     explicit_scale, midpoint_tie, bfloat16_inputs, float8_e4m3fn_inputs, single_key,
     subnormal_output,
 ]
@@ -454,9 +481,9 @@ def main():
     for build in CASES:
         name = build.__name__
         case_start = time.perf_counter()
-        meta, q, k, v, mask, check = build()
+        meta, q, k, v, mask, check, *slopes = build()  # ALiBi cases add their slopes
         case_dir = os.path.join(args.out, name)
-        ir.write_case(case_dir, meta, q, k, v, mask)
+        ir.write_case(case_dir, meta, q, k, v, mask, slopes[0] if slopes else None)
         results = ir.write_expected(case_dir)
         check(results, ir.read_case(case_dir))
         print(f"{name}: ok ({time.perf_counter() - case_start:.2f} s)")

@@ -33,6 +33,7 @@ enum Need : unsigned {
   kNeedsSoftcap = 1u << 5,
   kNeedsLse = 1u << 6,
   kNeedsWindow = 1u << 7,  // either alignment
+  kNeedsAlibi = 1u << 8,   // either alignment
 };
 
 struct Clause {

@@ -61,12 +61,12 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
       signed_lanes[0] += q[t] * k[t];
     }
     const double abs_dot = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    const double mask = p.mask_value(r, j);
+    const double mask = p.mask_value(r, j), bias = p.alibi_bias(r, j);
     bound.dot_scale[static_cast<std::size_t>(j)] = s * abs_dot;
-    bound.logit_scale[static_cast<std::size_t>(j)] = s * abs_dot + cap + std::fabs(mask);
-    delta = std::max(delta, gamma(d.d_k + 13, u) * bound.logit_scale[static_cast<std::size_t>(j)]);
+    bound.logit_scale[static_cast<std::size_t>(j)] = s * abs_dot + cap + std::fabs(mask) + std::fabs(bias);
+    delta = std::max(delta, gamma(d.d_k + logit_roundings(p), u) * bound.logit_scale[static_cast<std::size_t>(j)]);
     const double scaled = s * ((signed_lanes[0] + signed_lanes[1]) + (signed_lanes[2] + signed_lanes[3]));
-    logit[i] = (p.softcap ? cap * std::tanh(scaled / cap) : scaled) + mask;
+    logit[i] = (p.softcap ? cap * std::tanh(scaled / cap) : scaled) + mask + bias;
     logit_max = std::max(logit_max, logit[i]);
     logit_scale_max = std::max(logit_scale_max, bound.logit_scale[static_cast<std::size_t>(j)]);
   }

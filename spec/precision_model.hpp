@@ -23,7 +23,7 @@ struct RowBound {
   double lse = 0;             // B_lse (SPEC 6.6)
   double logit_error = 0;     // Delta (SPEC 6.2)
   // Per key (S values, 0 at blocked keys): s sum_t |q_t||k_jt| and the
-  // whole logit magnitude s sum|q||k| + c + |m_j| that Delta_j scales,
+  // whole logit magnitude s sum|q||k| + c + |m_j| + |b_j| that Delta_j scales,
   // kept for the tight tier (spec/tight_bound.hpp).
   std::vector<double> dot_scale, logit_scale;
   // Sum over the keys whose exact weight underflows in double of a bound
@@ -31,6 +31,12 @@ struct RowBound {
   // tier's first-order model does not hold.
   double underflowed_weights = 0;
 };
+
+// The roundings of a logit besides its dot product's d_k (SPEC 6.2): the
+// scale 6, a softcap 3, the additive term 1, up to 13 with the product
+// and its operands' conversions; ALiBi adds the distance's conversion, the
+// product with the slope and one more addition.
+inline int logit_roundings(const Problem& p) { return p.alibi ? 16 : 13; }
 
 // `exact_weights` (S values) and `exact_out` (d_v values) are the certified
 // reference's float64 results for the row, `exact_lse` its lse. The bound

@@ -53,7 +53,7 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
     const double w = exact_weights[static_cast<std::size_t>(j)];
     w_max = std::max(w_max, w);
     const double magnitude = worst.logit_scale[static_cast<std::size_t>(j)];
-    const double arithmetic = gamma(d.d_k + 13, u) * magnitude;
+    const double arithmetic = gamma(d.d_k + logit_roundings(p), u) * magnitude;
     // 6.2, the scaled query and key stored before the product, then the
     // logit stored.
     const double logit_error = arithmetic + scaled_inputs * worst.dot_scale[static_cast<std::size_t>(j)] +
@@ -109,7 +109,7 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
   std::vector<double> cluster_dot(dv, 0.0), cluster_rest(dv, 0.0), cluster_stored(dv, 0.0), cluster_weight(dv, 0.0);
   const double split_merge = 2 * u * (std::log(n) + 4);
   const double dot_steps = d.d_k + 1;
-  const double gamma_shared = gamma(13, u);
+  const double gamma_shared = gamma(logit_roundings(p), u);
   std::size_t cluster = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const Key& k = keys[i];

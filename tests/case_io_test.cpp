@@ -107,11 +107,53 @@ TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
   save_case(c, dir_);
   const nlohmann::json without_window = read_json();
   c.problem.window = Window{1, 2, Alignment::bottom_right};
+  c.problem.alibi = Alibi{{0.5, 0.25, 0.125, 0.0625}, false, Alignment::top_left};
   save_case(c, dir_);
   const nlohmann::json with_window = read_json();
   EXPECT_EQ(keys(with_window), keys(schema.at("properties")));
   EXPECT_EQ(keys(without_window), required);
   EXPECT_EQ(keys(with_window.at("window")), keys(schema.at("properties").at("window").at("oneOf").at(1).at("properties")));
+}
+
+TEST_F(CaseIo, AlibiRoundTripsWithItsSlopes) {
+  Case original = sample_case();  // B = 2, Hq = 4
+  original.problem.alibi = Alibi{{0.5, 0.25, 0.125, 0.0625, 1, 2, 3, 0x1p-20}, true, Alignment::bottom_right};
+  save_case(original, dir_);
+  EXPECT_EQ(read_json()["alibi"], nlohmann::json::parse(R"({"alignment": "bottom_right"})"));
+  EXPECT_EQ(load_case(dir_).problem.alibi, original.problem.alibi);
+  original.problem.alibi = Alibi{{0.5, 0.25, 0.125, 0.0625}, false, Alignment::top_left};
+  save_case(original, dir_);
+  EXPECT_EQ(load_case(dir_).problem.alibi, original.problem.alibi);
+  original.problem.alibi.reset();
+  save_case(original, dir_);
+  EXPECT_FALSE(fs::exists(dir_ / "alibi_slopes.npy"));
+  EXPECT_FALSE(load_case(dir_).problem.alibi);
+}
+
+TEST_F(CaseIo, BadAlibiIsNamed) {
+  Case c = sample_case();
+  c.problem.alibi = Alibi{{0.5, 0.25, 0.125, 0.0625}, false, Alignment::bottom_right};
+  save_case(c, dir_);
+  const nlohmann::json good = read_json();
+  nlohmann::json j = good;
+  j["alibi"]["alignment"] = "left";
+  write_json(j);
+  expect_error("case.json", "alibi.alignment", "bottom_right");
+  j = good;
+  j["alibi"]["slopes"] = {1, 2};
+  write_json(j);
+  expect_error("case.json", "alibi.slopes", "unknown field");
+  write_json(good);
+  write_npy(dir_ / "alibi_slopes.npy", {NpyDtype::float64, {3}, {0.5, 0.25, 0.125}});
+  expect_error("alibi_slopes.npy", "shape", "[4] or [2, 4]");
+  write_npy(dir_ / "alibi_slopes.npy", {NpyDtype::float64, {4}, {0.5, 0.1, 0.125, 0.0625}});
+  expect_error("alibi_slopes.npy", "values", "float32");
+  write_npy(dir_ / "alibi_slopes.npy", {NpyDtype::float32, {4}, {0.5, 0.25, 0.125, 0.0625}});
+  expect_error("alibi_slopes.npy", "dtype", "<f8");
+  j = good;
+  j.erase("alibi");
+  write_json(j);
+  expect_error("alibi_slopes.npy", "", "no \"alibi\"");
 }
 
 TEST_F(CaseIo, BadWindowsAreNamed) {

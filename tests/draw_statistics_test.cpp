@@ -46,6 +46,7 @@ struct Shares {
   int full_precision = 0;
   int windowed = 0;         // a sliding window
   int window_blocks = 0;    // a window that blocks some key of some row
+  int alibi = 0;            // ALiBi biases
 };
 
 Shares draw(const char* profile_name) {
@@ -73,18 +74,19 @@ Shares draw(const char* profile_name) {
     for (int i = 0; i < d.q_len && p.window && !blocks; ++i)
       for (int j = 0; j < d.kv_len && !blocks; ++j) blocks = !p.in_window({0, 0, i}, j);
     s.window_blocks += blocks;
+    s.alibi += p.alibi.has_value();
   }
   std::printf("  %s: %d cases: %d small, %d tile, %d long; L >= 65: %d; partial 128-key tile: %d; d_k >= 32: %d; "
-              "d_v > 64: %d; full-precision inputs: %d; windows: %d (%d blocking a key)\n",
+              "d_v > 64: %d; full-precision inputs: %d; windows: %d (%d blocking a key); ALiBi: %d\n",
               profile_name, s.cases, s.small, s.tile, s.long_rows, s.long_queries, s.partial_key_tile, s.wide_keys,
-              s.wide_values, s.full_precision, s.windowed, s.window_blocks);
+              s.wide_values, s.full_precision, s.windowed, s.window_blocks, s.alibi);
   return s;
 }
 
 // The figures SPEC 7.1 states (seed 1 gives, in quick: 36 small, 64 tile;
 // L >= 65 in 39, a partial 128-key tile in 24, d_k >= 32 in 30, d_v > 64
-// in 27, full-precision inputs in 51, a window in 27, 15 of which block a
-// key; in ci 30 long of 300), with slack.
+// in 27, full-precision inputs in 50, a window in 27, 15 of which block a
+// key, ALiBi in 22; in ci 30 long of 300), with slack.
 TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {
   const Shares s = draw("quick");
   ASSERT_EQ(s.cases, 100);
@@ -98,6 +100,7 @@ TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {
   EXPECT_GE(s.full_precision, 25);
   EXPECT_GE(s.windowed, 15);
   EXPECT_GE(s.window_blocks, 8);
+  EXPECT_GE(s.alibi, 15);
 }
 
 TEST(DrawStatistics, CiProfileAddsLongRows) {

@@ -1,5 +1,5 @@
 // The reference implements the semantics of spec/SPEC.md §2: GQA head
-// mapping, both causal alignments, sliding windows, masks (bool = additive {0, -inf},
+// mapping, both causal alignments, sliding windows, ALiBi, masks (bool = additive {0, -inf},
 // broadcasting), fully masked rows, softcap order, the default scale, and
 // what NaN and infinity at visible and blocked positions do. Each test
 // compares two problems that the spec says are equal, or a closed form.
@@ -131,6 +131,39 @@ TEST(Semantics, WindowsAreInclusiveBandsOfEitherAlignment) {
   EXPECT_TRUE(window.visible({0, 0, 1}, 0));
   EXPECT_FALSE(window.visible({0, 0, 1}, 2));
   EXPECT_FALSE(window.visible({0, 0, 0}, 1));
+}
+
+TEST(Semantics, AlibiIsItsBiasAsAnAdditiveMaskAfterTheSoftcap) {
+  std::mt19937_64 random(5);
+  for (const auto& [L, S] : {std::pair{3, 6}, std::pair{5, 2}}) {
+    Problem base = random_problem(random, dims(2, 2, 1, L, S, 3, 2), FormatId::float32);
+    base.softcap = 2.0;
+    for (bool bottom_right : {false, true})
+      for (bool per_batch : {false, true}) {
+        Problem biased = base;
+        biased.alibi = Alibi{per_batch ? std::vector<double>{0.5, 0.25, 0x1p-3, 3} : std::vector<double>{0.5, 0.25},
+                             per_batch, bottom_right ? Alignment::bottom_right : Alignment::top_left};
+        Problem masked = base;
+        masked.mask_kind = MaskKind::additive;
+        masked.mask_batch = masked.mask_heads = 2;
+        const int off = bottom_right ? S - L : 0;
+        for (int b = 0; b < 2; ++b)
+          for (int h = 0; h < 2; ++h)
+            for (int i = 0; i < L; ++i)
+              for (int j = 0; j < S; ++j)
+                masked.mask.push_back(-biased.alibi->slopes[static_cast<std::size_t>(per_batch ? 2 * b + h : h)] *
+                                      std::abs(i + off - j));
+        expect_same_results(biased, masked);
+      }
+  }
+  // The bias of row 0, bottom-right, L = 2, S = 5: the diagonal is key 3.
+  Problem p = random_problem(random, dims(1, 1, 1, 2, 5, 1, 1), FormatId::float32);
+  p.alibi = Alibi{{0.25}, false, Alignment::bottom_right};
+  EXPECT_EQ(p.alibi_bias({0, 0, 0}, 0), -0.75);
+  EXPECT_EQ(p.alibi_bias({0, 0, 0}, 3), 0.0);
+  EXPECT_EQ(p.alibi_bias({0, 0, 0}, 4), -0.25);
+  p.alibi->alignment = Alignment::top_left;
+  EXPECT_EQ(p.alibi_bias({0, 0, 0}, 4), -1.0);
 }
 
 TEST(Semantics, FullyMaskedRowsOutputZeroWithLseMinusInfinity) {

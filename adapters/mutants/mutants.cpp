@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -28,6 +29,10 @@ enum class Bug {
   causal_swapped,       // bottom_right computed for top_left and the reverse
   window_left_exclusive,  // a window's left edge exclusive: cuDNN's left bound read as FlashAttention's
   window_top_left,      // every window aligned top-left: wrong in decode (ROCm flash-attention#158)
+  alibi_before_scale,   // the ALiBi bias scaled with the logits (slopes not divided by the softmax scale)
+  alibi_signed,         // -slope (i + off - j) for keys right of the diagonal too: right under causal only
+  alibi_top_left,       // every ALiBi bias aligned top-left, also when declared bottom_right
+  alibi_kv_head,        // the slope of the kv head (h / group), not of the query head
   gqa_modulo,           // kv head h % Hkv (ONNX before v1.20)
   softcap_after_mask,   // the cap applied to masked logits (onnx#7865)
   weights_bf16,         // weights rounded to bfloat16 before P V in an fp32 kernel
@@ -51,6 +56,19 @@ bool visible_under(const Problem& p, RowIndex r, int key, Bug bug) {
   // A left of -1 (0 made exclusive) leaves keys right of the diagonal only.
   const bool window_ok = !window || window_contains(*window, p.dims, r.query, key);
   return p.mask_allows(r, key) && window_ok && causal_ok;
+}
+
+// The mask value plus the ALiBi bias as the bug computes it.
+double offset_under(const Problem& p, RowIndex r, int key, Bug bug, float scale) {
+  if (!p.alibi) return p.mask_value(r, key);
+  const Alibi& alibi = *p.alibi;
+  const Dims& d = p.dims;
+  const int head = bug == Bug::alibi_kv_head ? p.kv_head_of(r.head) : r.head;
+  const double slope = alibi.slopes[static_cast<std::size_t>(alibi.per_batch ? r.batch * d.q_heads + head : head)];
+  const bool top_left = alibi.alignment == Alignment::top_left || bug == Bug::alibi_top_left;
+  const long signed_distance = static_cast<long>(r.query) + (top_left ? 0 : d.kv_len - d.q_len) - key;
+  const double bias = -slope * static_cast<double>(bug == Bug::alibi_signed ? signed_distance : std::labs(signed_distance));
+  return p.mask_value(r, key) + (bug == Bug::alibi_before_scale ? bias * scale : bias);
 }
 
 float dot(std::span<const double> a, std::span<const double> b) {
@@ -103,8 +121,9 @@ class RowKernel final : public MutantBase {
             float logit = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
             const float cap = p.softcap ? static_cast<float>(*p.softcap) : 0.0f;
             if (p.softcap && bug_ != Bug::softcap_after_mask) logit = cap * std::tanh(logit / cap);
-            if (bug_ == Bug::mask_after_softmax) logit += visible ? static_cast<float>(p.mask_value(r, j)) : 0.0f;
-            else logit = visible ? logit + static_cast<float>(p.mask_value(r, j)) : kMinusInfinity;
+            const auto offset = static_cast<float>(offset_under(p, r, j, bug_, scale));
+            if (bug_ == Bug::mask_after_softmax) logit += visible ? offset : 0.0f;
+            else logit = visible ? logit + offset : kMinusInfinity;
             if (p.softcap && bug_ == Bug::softcap_after_mask) logit = cap * std::tanh(logit / cap);
             x[i * S + j] = logit;
             seen[i * S + j] = visible;
@@ -191,7 +210,7 @@ class TiledKernel final : public MutantBase {
           any = true;
           float logit = dot(p.query_row(r), p.key_row(r.batch, g, j)) * scale;
           if (p.softcap) logit = static_cast<float>(*p.softcap) * std::tanh(logit / static_cast<float>(*p.softcap));
-          x[static_cast<std::size_t>(j - key0)] = logit + static_cast<float>(p.mask_value(r, j));
+          x[static_cast<std::size_t>(j - key0)] = logit + static_cast<float>(p.logit_offset(r, j));
           tile_max = std::max(tile_max, x[static_cast<std::size_t>(j - key0)]);
         }
         if (tile_max == kMinusInfinity) continue;
@@ -224,6 +243,14 @@ std::unique_ptr<Kernel> make(const char* name) {
 
 #define ATTNSPEC_MUTANT(K, BUG, NAME, TEXT, CLAUSE) \
   MutantEntry { NAME, TEXT, CLAUSE, [] { return make<K, Bug::BUG>(NAME); } }
+#define ATTNSPEC_MUTANT_WITHIN(K, BUG, NAME, TEXT, CLAUSE, LARGEST) \
+  MutantEntry { NAME, TEXT, CLAUSE, [] { return make<K, Bug::BUG>(NAME); }, LARGEST }
+
+// Where seed 1's shrink stalls above what the bug needs: its values shrink
+// to zero before its shape, and the one row left nonzero is the last
+// (issue 12's note: shrinking shapes whatever the values is still to do).
+// The bug itself needs d_k >= 2.
+constexpr Dims kStalledHeadWidth{2, 8, 8, 9, 80, 32, 32};
 
 }  // namespace
 
@@ -233,7 +260,8 @@ std::span<const MutantEntry> mutant_kernels() {
   static const std::array kMutants = {
     ATTNSPEC_MUTANT(RowKernel, scale_dmodel, "mutant-scale-dmodel", "scales by 1/sqrt(Hq d_k), the model width", "SCALE"),
     ATTNSPEC_MUTANT(RowKernel, scale_ignored, "mutant-scale-ignored", "ignores an explicit scale", "SCALE"),
-    ATTNSPEC_MUTANT(RowKernel, scale_inverted, "mutant-scale-inverted", "multiplies by sqrt(d_k)", "SCALE"),
+    ATTNSPEC_MUTANT_WITHIN(RowKernel, scale_inverted, "mutant-scale-inverted", "multiplies by sqrt(d_k)", "SCALE",
+                           kStalledHeadWidth),
     ATTNSPEC_MUTANT(RowKernel, softmax_query_axis, "mutant-softmax-query-axis", "softmax over the query axis", "ROWSUM"),
     ATTNSPEC_MUTANT(RowKernel, no_max_shift, "mutant-no-max-shift", "softmax without subtracting the max", "SHIFT"),
     ATTNSPEC_MUTANT(RowKernel, fp16_denominator, "mutant-fp16-denominator", "softmax denominator summed in float16", "ROWSUM"),
@@ -244,6 +272,11 @@ std::span<const MutantEntry> mutant_kernels() {
     ATTNSPEC_MUTANT(RowKernel, window_left_exclusive, "mutant-window-left-exclusive",
                     "a window's left edge exclusive: one key fewer (cuDNN's bound read as FlashAttention's)", "WINDOW"),
     ATTNSPEC_MUTANT(RowKernel, window_top_left, "mutant-window-top-left", "every window aligned top-left, also when declared bottom_right", "WINDOW"),
+    ATTNSPEC_MUTANT(RowKernel, alibi_before_scale, "mutant-alibi-before-scale", "ALiBi bias added before the scale", "ALIBI"),
+    ATTNSPEC_MUTANT(RowKernel, alibi_signed, "mutant-alibi-signed",
+                    "ALiBi bias -slope (i + off - j), signed: keys right of the diagonal favoured", "ALIBI"),
+    ATTNSPEC_MUTANT(RowKernel, alibi_top_left, "mutant-alibi-top-left", "every ALiBi bias aligned top-left", "ALIBI"),
+    ATTNSPEC_MUTANT(RowKernel, alibi_kv_head, "mutant-alibi-kv-head", "ALiBi slope of the kv head, not the query head", "ALIBI"),
     ATTNSPEC_MUTANT(RowKernel, gqa_modulo, "mutant-gqa-modulo", "kv head h % Hkv instead of h / (Hq/Hkv)", "GQA"),
     ATTNSPEC_MUTANT(RowKernel, softcap_after_mask, "mutant-softcap-after-mask", "softcap applied after the mask", "SOFTCAP"),
     ATTNSPEC_MUTANT(RowKernel, weights_bf16, "mutant-weights-bf16", "weights rounded to bfloat16 before P V, fp32 claimed", "PREC"),
@@ -261,5 +294,6 @@ std::span<const MutantEntry> mutant_kernels() {
 }
 
 #undef ATTNSPEC_MUTANT
+#undef ATTNSPEC_MUTANT_WITHIN
 
 }  // namespace attnspec

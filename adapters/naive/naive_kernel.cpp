@@ -51,7 +51,7 @@ class NaiveKernel final : public Kernel {
             Scalar& x = logits(i, j);
             if (p.softcap) x = store(static_cast<Scalar>(*p.softcap) * std::tanh(x / static_cast<Scalar>(*p.softcap)));
             any_visible = any_visible || p.visible(r, j);
-            x = p.visible(r, j) ? store(x + static_cast<Scalar>(p.mask_value(r, j))) : minus_infinity;
+            x = p.visible(r, j) ? store(x + static_cast<Scalar>(p.logit_offset(r, j))) : minus_infinity;
           }
           const std::size_t row = p.row_flat(r);
           has_visible[static_cast<std::size_t>(i)] = any_visible;

@@ -81,7 +81,7 @@ class OnlineKernel final : public Kernel {
           tile_visible = true;
           x = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
           if (p.softcap) x = static_cast<float>(*p.softcap) * std::tanh(x / static_cast<float>(*p.softcap));
-          x += static_cast<float>(p.mask_value(r, j));
+          x += static_cast<float>(p.logit_offset(r, j));
           if (std::isnan(x)) row.nan_logit = true;
           tile_max = std::max(tile_max, x);
         }

@@ -18,8 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 10> kCapabilityKeys = {
-    "masks", "causal", "window", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows", "max_elements"};
+constexpr std::array<std::string_view, 11> kCapabilityKeys = {
+    "masks", "causal", "window", "alibi", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows", "max_elements"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
@@ -90,7 +90,8 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
   return name == other.name && formats.input == other.formats.input && formats.accumulate == other.formats.accumulate &&
          formats.output == other.formats.output && a.bool_mask == b.bool_mask && a.additive_mask == b.additive_mask &&
          a.causal_top_left == b.causal_top_left && a.causal_bottom_right == b.causal_bottom_right &&
-         a.window_top_left == b.window_top_left && a.window_bottom_right == b.window_bottom_right && a.gqa == b.gqa &&
+         a.window_top_left == b.window_top_left && a.window_bottom_right == b.window_bottom_right &&
+         a.alibi_top_left == b.alibi_top_left && a.alibi_bottom_right == b.alibi_bottom_right && a.gqa == b.gqa &&
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
          a.fully_masked_rows == b.fully_masked_rows &&
          a.max_elements == b.max_elements;
@@ -127,6 +128,7 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   const std::vector<std::string> masks = get_names(caps, "masks", kMasks);
   const std::vector<std::string> causal = get_names(caps, "causal", kCausal);
   const std::vector<std::string> window = get_names(caps, "window", kCausal);  // the same alignments
+  const std::vector<std::string> alibi = get_names(caps, "alibi", kCausal);
   Capabilities& c = info.capabilities;
   c.bool_mask = has(masks, "bool");
   c.additive_mask = has(masks, "additive");
@@ -134,6 +136,8 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   c.causal_bottom_right = has(causal, "bottom_right");
   c.window_top_left = has(window, "top_left");
   c.window_bottom_right = has(window, "bottom_right");
+  c.alibi_top_left = has(alibi, "top_left");
+  c.alibi_bottom_right = has(alibi, "bottom_right");
   c.gqa = get_bool(caps, "gqa", "capabilities.");
   c.explicit_scale = get_bool(caps, "scale", "capabilities.");
   c.softcap = get_bool(caps, "softcap", "capabilities.");

@@ -29,6 +29,7 @@ def hello(dtype_name):
             "masks": ["bool", "additive"],
             "causal": ["top_left", "bottom_right"],
             "window": ["top_left", "bottom_right"],
+            "alibi": ["top_left", "bottom_right"],
             "gqa": True,
             "scale": True,
             "softcap": True,
@@ -38,7 +39,7 @@ def hello(dtype_name):
     }
 
 
-def attention(case, q, k, v, mask, dtype):
+def attention(case, q, k, v, mask, dtype, slopes=None):
     """softmax(Q K^T * scale + mask) V in `dtype`, per the spec's semantics."""
     b, hq, hkv, L, S = case["batch"], case["q_heads"], case["kv_heads"], case["q_len"], case["kv_len"]
     q, k, v = q.astype(dtype), k.astype(dtype), v.astype(dtype)
@@ -50,6 +51,11 @@ def attention(case, q, k, v, mask, dtype):
     if case["softcap"] is not None:
         cap = dtype(case["softcap"])
         logits = cap * np.tanh(logits / cap)
+    if case.get("alibi") is not None:  # -slope |i + off - j|, after the scale and softcap
+        off = 0 if case["alibi"]["alignment"] == "top_left" else S - L
+        distance = np.abs(np.arange(L)[:, None] + off - np.arange(S)[None, :]).astype(dtype)
+        slopes = slopes.astype(dtype).reshape((-1, hq, 1, 1))  # [1 or B, Hq, 1, 1]
+        logits = logits - slopes * distance
     visible = np.ones((b, hq, L, S), dtype=bool)
     if case["causal"] is not None:
         offset = 0 if case["causal"] == "top_left" else S - L
@@ -86,7 +92,8 @@ def run_case(directory, dtype):
         case = json.load(f)
     arrays = {name: np.load(os.path.join(directory, name + ".npy")) for name in ("q", "k", "v")}
     mask = np.load(os.path.join(directory, "mask.npy")) if case["mask"] else None
-    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype)
+    slopes = np.load(os.path.join(directory, "alibi_slopes.npy")) if case.get("alibi") else None
+    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype, slopes)
     np.save(os.path.join(directory, "out.npy"), np.ascontiguousarray(out, dtype=dtype))
 
 

@@ -96,6 +96,7 @@ class XnnpackF32Kernel final : public Kernel {
     // adapter's glue alone (MASKNAN already judges how its P V treats
     // blocked keys).
     c.window_top_left = c.window_bottom_right = false;
+    c.alibi_top_left = c.alibi_bottom_right = false;  // likewise
     return c;
   }
 

@@ -28,8 +28,8 @@ constexpr std::uint64_t kMaxCaseJsonBytes = 16u << 20;
 const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
                                                "kv_len", "q_len",   "d_k",     "d_v",     "scale",
-                                               "softcap", "causal", "window",  "mask",
-                                               "provenance"};
+                                               "softcap", "causal", "window",  "alibi",
+                                               "mask",    "provenance"};
   return fields;
 }
 
@@ -104,6 +104,24 @@ std::optional<Window> read_window(const json& object, const std::string& file) {
   else if (alignment == "bottom_right") window.alignment = Alignment::bottom_right;
   else fail("window.alignment", "expected one of \"top_left\", \"bottom_right\", got " + alignment.dump());
   return window;
+}
+
+// "alibi": absent or null (none), or {"alignment": A}; the slopes are in
+// alibi_slopes.npy, whose shape ([Hq] or [B, Hq]) says whether they vary
+// with the batch entry. Optional, as "window" is.
+std::optional<Alibi> read_alibi_field(const json& object, const std::string& file) {
+  if (!object.contains("alibi") || object["alibi"].is_null()) return std::nullopt;
+  const json& value = object["alibi"];
+  if (!value.is_object()) throw InputError(file, "alibi", "expected null or an object {\"alignment\": ...}, got " + value.dump());
+  for (const auto& [key, item] : value.items())
+    if (key != "alignment") throw InputError(file, "alibi." + key, "unknown field");
+  if (!value.contains("alignment")) throw InputError(file, "alibi.alignment", "missing (required)");
+  Alibi alibi;
+  const json& alignment = value["alignment"];
+  if (alignment == "top_left") alibi.alignment = Alignment::top_left;
+  else if (alignment == "bottom_right") alibi.alignment = Alignment::bottom_right;
+  else throw InputError(file, "alibi.alignment", "expected one of \"top_left\", \"bottom_right\", got " + alignment.dump());
+  return alibi;
 }
 
 json window_json(const std::optional<Window>& window) {
@@ -199,6 +217,7 @@ Case load_case(const fs::path& directory) {
   const std::string causal = fields.choice("causal", {"top_left", "bottom_right"}, true);
   p.causal = causal == "top_left" ? Causal::top_left : causal == "bottom_right" ? Causal::bottom_right : Causal::none;
   p.window = read_window(object, json_file);
+  p.alibi = read_alibi_field(object, json_file);
   const std::string mask = fields.choice("mask", {"bool", "additive"}, true);
   p.mask_kind = mask == "bool" ? MaskKind::boolean : mask == "additive" ? MaskKind::additive : MaskKind::none;
   const json& provenance = fields.required("provenance");
@@ -215,6 +234,35 @@ Case load_case(const fs::path& directory) {
   check_representable(directory / "q.npy", p.q, c.dtype);
   check_representable(directory / "k.npy", p.k, c.dtype);
   check_representable(directory / "v.npy", p.v, c.dtype);
+
+  const fs::path slopes_path = directory / "alibi_slopes.npy";
+  if (!p.alibi) {
+    if (fs::exists(slopes_path))
+      throw InputError(slopes_path.string(), "", "present, but case.json has no \"alibi\"");
+  } else {
+    NpyReadOptions options;
+    options.max_elements = B * Hq;
+    options.limit_reason = "ALiBi slopes are at most [B, Hq] = " + shape_text({B, Hq});
+    NpyArray slopes = read_npy(slopes_path, options);
+    if (slopes.dtype != NpyDtype::float64)
+      throw InputError(slopes_path.string(), "dtype", "expected <f8, got " + std::string(npy_descr(slopes.dtype)));
+    const bool per_head = slopes.shape == std::vector<std::size_t>{Hq};
+    const bool per_batch = slopes.shape == std::vector<std::size_t>{B, Hq};
+    if (!per_head && !per_batch)
+      throw InputError(slopes_path.string(), "shape",
+                       "expected [" + std::to_string(Hq) + "] or [" + std::to_string(B) + ", " + std::to_string(Hq) +
+                           "], got " + shape_text(slopes.shape));
+    for (std::size_t i = 0; i < slopes.values.size(); ++i) {
+      const double slope = slopes.values[i];
+      if (!std::isfinite(slope) || static_cast<double>(static_cast<float>(slope)) != slope) {
+        std::ostringstream message;
+        message << "slope " << slope << " at flat index " << i << " is not a finite float32 value";
+        throw InputError(slopes_path.string(), "values", message.str());
+      }
+    }
+    p.alibi->per_batch = per_batch;
+    p.alibi->slopes = std::move(slopes.values);
+  }
 
   const fs::path mask_path = directory / "mask.npy";
   if (p.mask_kind == MaskKind::none) {
@@ -271,6 +319,7 @@ void save_case(const Case& c, const fs::path& directory) {
   // Written only when there is one: a case without a window stays readable
   // by attnspec versions from before windows.
   if (p.window) object["window"] = window_json(p.window);
+  if (p.alibi) object["alibi"] = {{"alignment", std::string(to_string(p.alibi->alignment))}};
   // Provenance can carry a kernel's messages: bytes that are not UTF-8 are
   // replaced rather than failing the save.
   const std::string case_json = object.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -291,6 +340,11 @@ void save_case(const Case& c, const fs::path& directory) {
     write_npy(staging / "q.npy", {NpyDtype::float64, {B, Hq, L, static_cast<std::size_t>(p.dims.d_k)}, p.q});
     write_npy(staging / "k.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_k)}, p.k});
     write_npy(staging / "v.npy", {NpyDtype::float64, {B, Hkv, S, static_cast<std::size_t>(p.dims.d_v)}, p.v});
+    if (p.alibi)
+      write_npy(staging / "alibi_slopes.npy",
+                {NpyDtype::float64,
+                 p.alibi->per_batch ? std::vector<std::size_t>{B, Hq} : std::vector<std::size_t>{Hq},
+                 p.alibi->slopes});
     if (p.mask_kind != MaskKind::none)
       write_npy(staging / "mask.npy",
                 {p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64,

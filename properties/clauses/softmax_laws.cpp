@@ -52,7 +52,7 @@ double entropy_term_change(double w, double bound) {
 // "" unless the kernel's weights at scale s/2 have less entropy than at s by
 // more than the two runs' entropy errors allow.
 std::string entropy_falls(Kernel& kernel, Problem p, Problem& drawn) {
-  if (p.softcap || p.mask_kind == MaskKind::additive) return "";  // logits not proportional to the scale
+  if (p.softcap || p.mask_kind == MaskKind::additive || p.alibi) return "";  // logits not proportional to the scale
   if (p.dims.kv_len > 64) return "";                               // V = identity would be too wide
   p.dims.d_v = p.dims.kv_len;
   if (p.dims.d_v != p.dims.d_k && !kernel.capabilities().dv_ne_dk) return "";
@@ -147,8 +147,8 @@ ClauseOutcome check_convex(PropertyContext& context) {
 
 ClauseOutcome check_uniform(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
-  Features plain;  // finite additive mask values would make the logits unequal
-  plain.additive_mask = false;
+  Features plain;  // finite additive mask values or ALiBi biases would make the logits unequal
+  plain.additive_mask = plain.alibi = false;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, plain);
     const Problem original = p;

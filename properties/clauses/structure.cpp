@@ -23,11 +23,11 @@ std::vector<int> draw_permutation(int n) {
   return order;
 }
 
-// Causal masking and windows tie visibility to positions, which PERMQ and
-// PERMKV move.
+// Causal masking, windows and ALiBi tie the logits to positions, which
+// PERMQ and PERMKV move.
 Features without_position_rules() {
   Features f;
-  f.causal = f.window = false;
+  f.causal = f.window = f.alibi = false;
   return f;
 }
 
@@ -192,6 +192,11 @@ ClauseOutcome check_batch(PropertyContext& context) {
           const std::size_t mh = p.mask_heads == 1 ? 0 : static_cast<std::size_t>(h);
           const auto first = p.mask.begin() + static_cast<std::ptrdiff_t>((mb * p.mask_heads + mh) * L * S);
           alone.mask.assign(first, first + static_cast<std::ptrdiff_t>(L * S));
+        }
+        if (p.alibi) {  // the slope of (b, h) alone
+          const std::size_t slope = (p.alibi->per_batch ? static_cast<std::size_t>(b) * p.dims.q_heads : 0) + h;
+          alone.alibi->slopes = {p.alibi->slopes[slope]};
+          alone.alibi->per_batch = false;
         }
         std::vector<std::size_t> index(L * dv);
         const std::size_t offset = p.row_flat({b, h, 0}) * dv;

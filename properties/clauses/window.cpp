@@ -43,11 +43,10 @@ ClauseOutcome check_window(PropertyContext& context) {
   const Capabilities caps = context.kernel.capabilities();
   const FormatId input = context.kernel.formats().input;
   const bool has_infinity = format_info(input).has_infinity;
-  Features drawn_here;
-  drawn_here.window = false;
+  Features with_window;
+  with_window.always_window = true;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
-    p = draw_problem(context.kernel, context.profile, drawn_here);
-    p.window = draw_window(p.dims, caps);
+    p = draw_problem(context.kernel, context.profile, with_window);
     const int poison = draw_in(0, has_infinity ? 3 : 1);
     const int outside_of = draw_in(0, p.dims.q_len - 1);
     const Problem windowed = p;

@@ -30,7 +30,7 @@ MIDPOINT_GUARD = Fraction(1, 10**100)
 
 
 def visible_keys(case, b, h, i):
-    """Visible keys of row (b, h, i) with their additive mask value (Fraction)."""
+    """Visible keys of row (b, h, i) with their additive mask value plus ALiBi bias (Fraction)."""
     L, S = case.q_len, case.kv_len
     keys = []
     for j in range(S):
@@ -53,7 +53,7 @@ def visible_keys(case, b, h, i):
             if entry == -math.inf:
                 continue
             m = Fraction(entry)
-        keys.append((j, m))
+        keys.append((j, m + case.alibi_bias(b, h, i, j)))
     return keys
 
 

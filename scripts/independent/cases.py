@@ -6,6 +6,7 @@ cannot write a case this reference would reject.
 """
 
 import json
+from fractions import Fraction
 import math
 import os
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ CASE_FIELDS = (
     "d_k", "d_v", "scale", "softcap", "causal", "mask", "provenance",
 )
 # Optional fields: absent means null (written only when set).
-OPTIONAL_FIELDS = ("window",)
+OPTIONAL_FIELDS = ("window", "alibi")
 SIZE_FIELDS = ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v")
 
 
@@ -41,6 +42,8 @@ class Case:
     softcap: object  # float or None
     causal: object  # None, "top_left" or "bottom_right"
     window: object  # None or {"left": int or None, "right": int or None, "alignment": ...}
+    alibi: object  # None or {"alignment": ...}
+    alibi_slopes: object  # flat list ([Hq] or [B, Hq]) or None
     mask_kind: object  # None, "bool" or "additive"
     q: list
     k: list
@@ -59,6 +62,14 @@ class Case:
     def v_row(self, b, g, j):
         start = ((b * self.kv_heads + g) * self.kv_len + j) * self.d_v
         return self.v[start:start + self.d_v]
+
+    def alibi_bias(self, b, h, i, j):
+        """-slope |i + off - j| as an exact Fraction (0 without ALiBi)."""
+        if self.alibi is None:
+            return Fraction(0)
+        slope = self.alibi_slopes[b * self.q_heads + h]  # [B, Hq]; read_case broadcasts [Hq]
+        off = 0 if self.alibi["alignment"] == "top_left" else self.kv_len - self.q_len
+        return -Fraction(slope) * abs(i + off - j)
 
     def mask_at(self, b, h, i, j):
         """The mask entry for (b, h, i, j), broadcasting size-1 dimensions."""
@@ -116,6 +127,10 @@ def _check_meta(meta, where):
                 raise BadInput(f"{where}: window.{side} must be null or an integer >= 0")
         if window["alignment"] not in ("top_left", "bottom_right"):
             raise BadInput(f"{where}: window.alignment must be 'top_left' or 'bottom_right'")
+    alibi = meta.get("alibi")
+    if alibi is not None and (not isinstance(alibi, dict) or set(alibi) != {"alignment"}
+                              or alibi["alignment"] not in ("top_left", "bottom_right")):
+        raise BadInput(f"{where}: alibi must be null or {{'alignment': 'top_left' or 'bottom_right'}}")
     if meta["mask"] not in (None, "bool", "additive"):
         raise BadInput(f"{where}: mask must be null, 'bool' or 'additive'")
     if not isinstance(meta["provenance"], dict):
@@ -157,6 +172,19 @@ def read_case(case_dir):
             if not is_representable(x, fmt):
                 raise BadInput(f"{path}: value {x!r} is not representable in {fmt.name}")
         arrays[name] = values
+    slopes = None
+    slopes_path = os.path.join(case_dir, "alibi_slopes.npy")
+    if meta.get("alibi") is None:
+        if os.path.exists(slopes_path):
+            raise BadInput(f"{slopes_path}: present but case.json has no alibi")
+    else:
+        descr, slopes_shape, slopes = read_npy(slopes_path)
+        if descr != "<f8" or tuple(slopes_shape) not in ((Hq,), (B, Hq)):
+            raise BadInput(f"{slopes_path}: {descr} {slopes_shape}, expected <f8 [{Hq}] or [{B}, {Hq}]")
+        if not all(is_representable(x, FORMATS["float32"]) and math.isfinite(x) for x in slopes):
+            raise BadInput(f"{slopes_path}: slopes must be finite float32 values")
+        if len(slopes_shape) == 1 and B > 1:
+            slopes = slopes * B  # [Hq] broadcast: one row per batch entry
     mask, mask_shape = None, None
     mask_path = os.path.join(case_dir, "mask.npy")
     if meta["mask"] is None:
@@ -177,12 +205,13 @@ def read_case(case_dir):
     return Case(
         path=case_dir, dtype=meta["dtype"], batch=B, q_heads=Hq, kv_heads=Hkv, q_len=L,
         kv_len=S, d_k=dk, d_v=dv, scale=meta["scale"], softcap=meta["softcap"],
-        causal=meta["causal"], window=meta.get("window"), mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
+        causal=meta["causal"], window=meta.get("window"), alibi=meta.get("alibi"), alibi_slopes=slopes,
+        mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
         v=arrays["v"], mask=mask, mask_shape=mask_shape,
     )
 
 
-def write_case(case_dir, meta, q, k, v, mask=None):
+def write_case(case_dir, meta, q, k, v, mask=None, slopes=None):
     """Write case.json and the arrays of a case.
 
     meta holds every case.json field except "format"; q, k, v and mask are
@@ -198,6 +227,11 @@ def write_case(case_dir, meta, q, k, v, mask=None):
         f.write("\n")
     for name, (shape, values) in (("q", q), ("k", k), ("v", v)):
         write_npy(os.path.join(case_dir, f"{name}.npy"), "<f8", shape, values)
+    slopes_path = os.path.join(case_dir, "alibi_slopes.npy")
+    if slopes is not None:
+        write_npy(slopes_path, "<f8", slopes[0], slopes[1])
+    elif os.path.exists(slopes_path):
+        os.remove(slopes_path)
     mask_path = os.path.join(case_dir, "mask.npy")
     if mask is not None:
         descr = "|b1" if meta["mask"] == "bool" else "<f8"

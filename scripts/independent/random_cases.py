@@ -26,6 +26,7 @@ RANDOM_FEATURES = {
     "dtype": list(FORMATS),
     "causal": [None, "top_left", "bottom_right"],
     "window": [None, "top_left", "bottom_right"],
+    "alibi": [None, "top_left", "bottom_right"],
     "mask": [None, "bool", "additive"],
     "mask_shape": ["broadcast", "full", "batch_only", "heads_only"],
     "group": [1, 2, 3, 4],  # Hq / Hkv
@@ -116,6 +117,19 @@ def _random_window(seed, index, alignment, S):
     return {"left": side(), "right": side(), "alignment": alignment}
 
 
+def _random_slopes(seed, index, alignment, B, Hq):
+    """ALiBi slopes ((shape, values) or None): [Hq] or [B, Hq], each a
+    float32 value: the paper's 2^(-8k/Hq), or small multiples of 1/8. Its
+    own generator, as _random_window's."""
+    if alignment is None:
+        return None
+    rng = random.Random(f"attnspec-random/{seed}/{index}/alibi")
+    shape = (B, Hq) if rng.random() < 0.5 else (Hq,)
+    paper = rng.random() < 0.5
+    values = [2.0 ** (-8 * (h % Hq + 1) / Hq) if paper else rng.randint(0, 8) / 8 for h in range(shape_size(shape))]
+    return shape, [round_fraction(Fraction(x), FORMATS["float32"]) for x in values]
+
+
 def _random_mask(rng, plan, sizes):
     B, Hq, L, S = sizes["batch"], sizes["q_heads"], sizes["q_len"], sizes["kv_len"]
     mb, mh = {"broadcast": (1, 1), "full": (B, Hq), "batch_only": (B, 1), "heads_only": (1, Hq)}[plan["mask_shape"]]
@@ -158,13 +172,15 @@ def random_case(rng, plan, seed, index):
         "softcap": None if plan["softcap"] is None else rng.choice(SOFTCAPS),
         "causal": plan["causal"],
         "window": _random_window(seed, index, plan["window"], S),
+        "alibi": None if plan["alibi"] is None else {"alignment": plan["alibi"]},
         "mask": plan["mask"],
     })
+    slopes = _random_slopes(seed, index, plan["alibi"], B, Hq)
     poisoned = _poison_unread_keys(meta, k, v, mask)
     covers = [f"{name}={value}" for name, value in plan.items()] + [f"nan_in_blocked_keys={poisoned}"]
     meta["provenance"] = {"generator": "scripts/independent_reference.py random", "seed": seed,
                           "index": index, "covers": covers}
-    return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask
+    return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask, slopes
 
 
 def _poison_unread_keys(meta, k, v, mask):
@@ -176,7 +192,7 @@ def _poison_unread_keys(meta, k, v, mask):
     case = Case(path=None, dtype=meta["dtype"], batch=meta["batch"], q_heads=meta["q_heads"],
                 kv_heads=meta["kv_heads"], q_len=meta["q_len"], kv_len=meta["kv_len"],
                 d_k=meta["d_k"], d_v=meta["d_v"], scale=None, softcap=None, causal=meta["causal"],
-                window=meta["window"],
+                window=meta["window"], alibi=None, alibi_slopes=None,
                 mask_kind=meta["mask"], q=[], k=k, v=v, mask=None if mask is None else mask[1],
                 mask_shape=None if mask is None else mask[0])
     group = case.q_heads // case.kv_heads
