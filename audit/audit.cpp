@@ -77,18 +77,37 @@ std::vector<CheckedRow> check_rows(const Problem& p, const std::vector<RowIndex>
   return checked;
 }
 
-// The sampled query rows as a problem of their own (the audit's problems
-// are unmasked, so rows are independent): what the naive yardstick runs on.
+// Gives `sub`, whose rows are p's `rows` in order, p's positions: causal
+// masking, window and ALiBi (which depend on a row's index and on L) become
+// an explicit additive mask of -inf or the exact bias, [B, Hq, L, S] of sub.
+void keep_positions(Problem& sub, const Problem& p, const std::vector<RowIndex>& rows) {
+  if (p.every_key_visible() && !p.alibi) return;
+  sub.causal = Causal::none;
+  sub.window.reset();
+  sub.alibi.reset();
+  sub.mask_kind = MaskKind::additive;
+  sub.mask_batch = sub.dims.batch;
+  sub.mask_heads = sub.dims.q_heads;
+  sub.mask.clear();
+  for (const RowIndex& r : rows)
+    for (int j = 0; j < p.dims.kv_len; ++j) sub.mask.push_back(p.visible(r, j) ? p.logit_offset(r, j) : -INFINITY);
+}
+
+// The sampled query rows as a problem of their own, with their positions
+// kept: what the naive yardstick runs on.
 Problem sampled_subproblem(const Problem& p, const std::vector<std::vector<int>>& sample, int rows) {
   Problem sub = p;
   sub.dims.q_len = rows;
   sub.q.clear();
+  std::vector<RowIndex> order;
   for (int b = 0; b < p.dims.batch; ++b)
     for (int h = 0; h < p.dims.q_heads; ++h)
       for (int i : sample[static_cast<std::size_t>(b * p.dims.q_heads + h)]) {
         const auto q = p.query_row({b, h, i});
         sub.q.insert(sub.q.end(), q.begin(), q.end());
+        order.push_back({b, h, i});
       }
+  keep_positions(sub, p, order);
   return sub;
 }
 
@@ -116,6 +135,7 @@ Problem single_row_problem(const Problem& p, RowIndex r) {
     single.k.insert(single.k.end(), k.begin(), k.end());
     single.v.insert(single.v.end(), v.begin(), v.end());
   }
+  keep_positions(single, p, {r});
   return single;
 }
 
@@ -154,7 +174,11 @@ AuditPoint audit_point(Kernel& kernel, Kernel& naive, const Dims& shape, const A
   };
   AuditPoint point;
   point.shape = shape;
-  const Problem p = make_audit_problem(shape, options.distribution, formats.input, options.seed);
+  Problem p = make_audit_problem(shape, options.distribution, formats.input, options.seed);
+  const Problem positions = audit_positions(shape, options);
+  p.causal = positions.causal;
+  p.window = positions.window;
+  p.alibi = positions.alibi;
 
   report("  kernel " + kernel.name() + " on the full problem (" + std::to_string(p.rows()) + " query rows)");
   auto start = Clock::now();
@@ -329,15 +353,35 @@ std::vector<std::vector<int>> sample_rows(const Dims& shape, int rows, std::uint
   return sample;
 }
 
+Problem audit_positions(const Dims& shape, const AuditOptions& options) {
+  Problem p;
+  p.dims = shape;
+  p.causal = options.causal;
+  p.window = options.window;
+  if (options.alibi) p.alibi = Alibi{alibi_paper_slopes(shape.q_heads), false, *options.alibi};
+  return p;
+}
+
+std::string positions_text(const AuditOptions& options) {
+  std::string text;
+  const auto add = [&](const std::string& part) { text += (text.empty() ? "" : "; ") + part; };
+  if (options.causal != Causal::none) add("causal " + std::string(to_string(options.causal)));
+  if (options.window) {
+    const auto side = [](const std::optional<int>& s) { return s ? std::to_string(*s) : std::string("unbounded"); };
+    add("window (" + side(options.window->left) + ", " + side(options.window->right) + ") " +
+        std::string(to_string(options.window->alignment)));
+  }
+  if (options.alibi) add("ALiBi (the paper's slopes) " + std::string(to_string(*options.alibi)));
+  return text.empty() ? "none" : text;
+}
+
 AuditResult run_audit(Kernel& kernel, const std::string& kernel_name, const AuditOptions& options) {
   const Dims& s = options.shape;
   if (s.batch < 1 || s.q_heads < 1 || s.kv_heads < 1 || s.q_len < 1 || s.kv_len < 1 || s.d_k < 1 || s.d_v < 1)
     throw std::invalid_argument("--shape: every size must be >= 1");
   if (s.q_heads % s.kv_heads != 0) throw std::invalid_argument("--shape: Hq must be a multiple of Hkv");
-  Problem shape_only;
-  shape_only.dims = s;
-  if (const auto missing = missing_capabilities(kernel.capabilities(), shape_only); !missing.empty())
-    throw std::invalid_argument("--shape: kernel " + kernel_name + " cannot run it: " + missing.front());
+  if (const auto missing = missing_capabilities(kernel.capabilities(), audit_positions(s, options)); !missing.empty())
+    throw std::invalid_argument("kernel " + kernel_name + " cannot run the audit's problem: " + missing.front());
 
   AuditResult result;
   result.kernel = kernel_name;
@@ -346,6 +390,7 @@ AuditResult run_audit(Kernel& kernel, const std::string& kernel_name, const Audi
   result.seed = options.seed;
   result.sweep = options.sweep;
   result.shape = s;
+  result.positions = positions_text(options);
   const std::unique_ptr<Kernel> naive = make_naive_kernel(result.formats.accumulate, result.formats.output);
   result.naive = naive_description(result.formats);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

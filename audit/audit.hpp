@@ -42,6 +42,13 @@ struct AuditOptions {
   std::uint64_t seed = 1;
   int rows_per_head = 0;  // 0: the default above
   SweepAxis sweep = SweepAxis::none;
+  // Where the rows sit (spec/SPEC.md section 2.2, 2.3): causal masking, a
+  // sliding window, ALiBi with the paper's slopes. The sampled rows keep
+  // their positions: the naive yardstick and the worst-row case get them
+  // as an explicit additive mask.
+  Causal causal = Causal::none;
+  std::optional<Window> window;
+  std::optional<Alignment> alibi;
   unsigned threads = 0;   // reference threads; 0: one per core
   std::function<void(const std::string&)> progress;  // one line per step, for stderr
 };
@@ -104,6 +111,13 @@ struct NamedFit {
   GrowthFit fit;
 };
 
+// The audit's problem apart from its tensors: shape and positions.
+Problem audit_positions(const Dims& shape, const AuditOptions& options);
+
+// "causal bottom_right; window (128, 0) bottom_right; ALiBi bottom_right",
+// or "none".
+std::string positions_text(const AuditOptions& options);
+
 struct AuditResult {
   std::string kernel;  // as named on the command line
   std::string naive;   // what the yardstick is (its formats and storage)
@@ -115,6 +129,7 @@ struct AuditResult {
   std::vector<AuditPoint> points;   // one per sweep value, ascending; one without a sweep
   std::vector<NamedFit> fits;       // with a sweep: growth exponents of the main series
   unsigned threads = 1;
+  std::string positions = "none";  // positions_text of the options
 };
 
 // The rows checked in each (batch, head) of a problem with L query rows.

@@ -165,6 +165,7 @@ json audit_json(const AuditResult& r, const std::string& worst_case_dir) {
           {"distribution", to_string(r.distribution)},
           {"distribution_description", describe(r.distribution)},
           {"seed", r.seed},
+          {"positions", r.positions},
           {"shape", shape_json(r.shape)},
           {"sweep", to_string(r.sweep)},
           {"sampling", sampling_text(r)},
@@ -181,7 +182,8 @@ std::string audit_markdown(const AuditResult& r, const std::string& worst_case_d
   md << "- formats: input " << format_info(r.formats.input).name << ", accumulate " << format_info(r.formats.accumulate).name
      << ", output " << format_info(r.formats.output).name << "\n";
   md << "- inputs: `" << to_string(r.distribution) << "`, " << describe(r.distribution) << ", rounded to "
-     << format_info(r.formats.input).name << "; seed " << r.seed << "; no mask, default scale\n";
+     << format_info(r.formats.input).name << "; seed " << r.seed << "; no mask, default scale; positions: " << r.positions
+     << "\n";
   md << "- shape B,Hq,Hkv,L,S,d_k,d_v = " << shape_text(p.shape) << "; " << sampling_text(r) << " (" << p.checked_rows
      << " rows, " << p.checked_elements << " elements)\n";
   md << "- reference: fast certified reference, " << p.escalated_rows << " of " << p.checked_rows

@@ -264,8 +264,10 @@ def render(report):
     parts.append("<h1>attnspec audit: %s</h1>" % esc(report["kernel"]))
     parts.append("<ul><li>Formats: input %s, accumulate %s, output %s.</li>" % (esc(f["input"]), esc(f["accumulate"]),
                                                                                 esc(f["output"])))
-    parts.append("<li>Inputs: <code>%s</code>: %s, rounded to %s; seed %d; no mask, default scale 1/sqrt(d_k).</li>"
-                 % (esc(report["distribution"]), esc(report["distribution_description"]), esc(f["input"]), report["seed"]))
+    parts.append("<li>Inputs: <code>%s</code>: %s, rounded to %s; seed %d; no mask, default scale 1/sqrt(d_k); "
+                 "positions: %s.</li>"
+                 % (esc(report["distribution"]), esc(report["distribution_description"]), esc(f["input"]), report["seed"],
+                    esc(report.get("positions", "none"))))
     parts.append("<li>Shape B,Hq,Hkv,L,S,d_k,d_v = %s%s.</li>" % (
         shape_text, "" if report["sweep"] == "none" else "; swept over %s: %s" % (
             "S" if report["sweep"] == "S" else "d_k",

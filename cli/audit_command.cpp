@@ -35,11 +35,26 @@ struct AuditArgs {
   std::string distribution = "normal";
   std::string shape = kDefaultShape;
   std::string sweep;
+  std::string causal, window, alibi;
   int rows = 0;
   std::uint64_t seed = 1;
   unsigned threads = 0;
   std::string html, json, md;
 };
+
+// One comma-separated integer field in [low, high], else InputError with
+// `expected` for `option`.
+long parse_field(const std::string& option, const std::string& field, long low, long high, const std::string& expected) {
+  std::size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(field, &used);
+  } catch (const std::exception&) {
+    throw InputError(option, "", expected);
+  }
+  if (used != field.size() || value < low || value > high) throw InputError(option, "", expected);
+  return value;
+}
 
 Dims parse_shape(const std::string& text) {
   const std::string expected =
@@ -48,17 +63,7 @@ Dims parse_shape(const std::string& text) {
   std::vector<long> values;
   std::istringstream in(text);
   std::string field;
-  while (std::getline(in, field, ',')) {
-    std::size_t used = 0;
-    long value = 0;
-    try {
-      value = std::stol(field, &used);
-    } catch (const std::exception&) {
-      throw InputError("--shape", "", expected);
-    }
-    if (used != field.size() || value < 1 || value > (1L << 24)) throw InputError("--shape", "", expected);
-    values.push_back(value);
-  }
+  while (std::getline(in, field, ',')) values.push_back(parse_field("--shape", field, 1, 1L << 24, expected));
   if (values.size() != 7 || text.back() == ',' || values[1] % values[2] != 0) throw InputError("--shape", "", expected);
   Dims d;
   d.batch = static_cast<int>(values[0]);
@@ -78,6 +83,34 @@ Dims parse_shape(const std::string& text) {
     throw InputError("--shape", "", "'" + text + "' needs " + gib + " GiB for its tensors (at most 16 GiB)");
   }
   return d;
+}
+
+Alignment parse_alignment(const std::string& option, const std::string& text) {
+  if (text == "top_left") return Alignment::top_left;
+  if (text == "bottom_right") return Alignment::bottom_right;
+  throw InputError(option, "", "unknown alignment '" + text + "' (expected top_left or bottom_right)");
+}
+
+// LEFT,RIGHT[,ALIGNMENT]; -1 leaves a side unbounded (FlashAttention's
+// window_size convention); the alignment defaults to bottom_right.
+Window parse_window(const std::string& text) {
+  const std::string expected =
+      "expected LEFT,RIGHT[,ALIGNMENT]: integers >= 0, or -1 for an unbounded side, and top_left or bottom_right "
+      "(default bottom_right), e.g. 128,0; got '" + text + "'";
+  std::vector<std::string> fields;
+  std::istringstream in(text);
+  for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
+  if (fields.size() < 2 || fields.size() > 3 || text.back() == ',') throw InputError("--window", "", expected);
+  Window window;
+  const auto side = [&](const std::string& field) -> std::optional<int> {
+    const long value = parse_field("--window", field, -1, 1L << 30, expected);
+    if (value == -1) return std::nullopt;
+    return static_cast<int>(value);
+  };
+  window.left = side(fields[0]);
+  window.right = side(fields[1]);
+  if (fields.size() == 3) window.alignment = parse_alignment("--window", fields[2]);
+  return window;
 }
 
 std::unique_ptr<Kernel> find_kernel(const std::string& name) {
@@ -117,6 +150,13 @@ AuditOptions parse_options(const AuditArgs& args, const Kernel& kernel) {
     if (!axis) throw InputError("--sweep", "", "unknown sweep '" + args.sweep + "' (expected S or Dk)");
     options.sweep = *axis;
   }
+  if (!args.causal.empty()) {
+    if (args.causal == "top_left") options.causal = Causal::top_left;
+    else if (args.causal == "bottom_right") options.causal = Causal::bottom_right;
+    else throw InputError("--causal", "", "unknown alignment '" + args.causal + "' (expected top_left or bottom_right)");
+  }
+  if (!args.window.empty()) options.window = parse_window(args.window);
+  if (!args.alibi.empty()) options.alibi = parse_alignment("--alibi", args.alibi);
   options.rows_per_head = args.rows;
   options.seed = args.seed;
   options.threads = args.threads;
@@ -140,10 +180,14 @@ AuditOptions parse_options(const AuditArgs& args, const Kernel& kernel) {
 int audit(const AuditArgs& args) {
   std::unique_ptr<Kernel> kernel = find_kernel(args.kernel);
   AuditOptions options = parse_options(args, *kernel);
-  Problem shape_only;
-  shape_only.dims = options.shape;
-  if (const auto missing = missing_capabilities(kernel->capabilities(), shape_only); !missing.empty())
-    throw InputError("--shape", "", "kernel " + args.kernel + " cannot run this shape: " + missing.front());
+  if (const auto missing = missing_capabilities(kernel->capabilities(), audit_positions(options.shape, options));
+      !missing.empty()) {
+    const std::string option = missing.front().find("causal") != std::string::npos ? "--causal"
+                               : missing.front().find("window") != std::string::npos ? "--window"
+                               : missing.front().find("ALiBi") != std::string::npos  ? "--alibi"
+                                                                                     : "--shape";
+    throw InputError(option, "", "kernel " + args.kernel + " cannot run this problem: " + missing.front());
+  }
   check_html_generator();
   options.progress = [](const std::string& line) { std::cerr << line << "\n" << std::flush; };
 
@@ -203,6 +247,12 @@ Command add_audit_command(CLI::App& app) {
   sub->add_option("--sweep", args->sweep,
                   "S or Dk: audit at a series of S (128, 256, ... up to the shape's S) or d_k (16, 32, ...; d_v follows "
                   "when equal) and fit the error's growth exponent");
+  sub->add_option("--causal", args->causal, "causal masking, top_left or bottom_right (default: none)");
+  sub->add_option("--window", args->window,
+                  "sliding window LEFT,RIGHT[,ALIGNMENT]: keys i + off - LEFT .. i + off + RIGHT, -1 for an unbounded "
+                  "side, alignment top_left or bottom_right (default), e.g. 128,0");
+  sub->add_option("--alibi", args->alibi,
+                  "ALiBi with the paper's slopes per query head, aligned top_left or bottom_right (default: none)");
   sub->add_option("--rows", args->rows,
                   "query rows checked per (batch, head), sampled at random (default: all when L <= " +
                       std::to_string(kAllRowsUpTo) + ", else " + std::to_string(kDefaultSampledRows) + ")")

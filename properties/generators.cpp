@@ -13,10 +13,11 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+
+#include "properties/cuts.hpp"
 
 namespace attnspec {
 
@@ -286,21 +287,14 @@ std::optional<Alibi> draw_alibi(const Dims& d, const Capabilities& caps) {
   alibi.alignment = top_left ? Alignment::top_left : Alignment::bottom_right;
   alibi.per_batch = draw_in(0, 1) == 1;
   const bool paper = draw_in(0, 1) == 1;
-  // The paper's rule, as FlashInfer, cuDNN, vLLM, BLOOM, MPT and ggml
-  // compute it: with n the largest power of two <= H, heads 1..n get
-  // 2^(-8k/n) and the rest 2^(-4(2k - 1)/n), the odd slopes of 2n heads.
-  const int n = static_cast<int>(std::bit_floor(static_cast<unsigned>(d.q_heads)));
-  const auto paper_slope = [&](int head) {
-    return head < n ? std::exp2(-8.0 * (head + 1) / n) : std::exp2(-4.0 * (2 * (head - n + 1) - 1) / n);
-  };
+  const std::vector<double> paper_slopes = alibi_paper_slopes(d.q_heads);
   // One draw whatever the shape (a draw per head would move every later
   // draw when shrinking takes a head away): k/16 for the first slope, the
   // next ones k + 1, k + 2, ... (mod 17) sixteenths.
   const int small = draw_in(0, 16);
   const int count = (alibi.per_batch ? d.batch : 1) * d.q_heads;
   for (int i = 0; i < count; ++i) {
-    const double slope = paper ? paper_slope(i % d.q_heads) : ((small + i) % 17) / 16.0;
-    alibi.slopes.push_back(static_cast<double>(static_cast<float>(slope)));
+    alibi.slopes.push_back(paper ? paper_slopes[static_cast<std::size_t>(i % d.q_heads)] : ((small + i) % 17) / 16.0);
   }
   return alibi;
 }
@@ -309,10 +303,12 @@ void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
   fill_mask(p, draw_mask_plan(p.dims, caps, features), features);
 }
 
-Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
-                     const std::function<void(Dims&)>& adjust) {
-  const Capabilities caps = kernel.capabilities();
-  const FormatId format = kernel.formats().input;
+namespace {
+
+// The whole problem, drawn roll by roll (the recipe problem_generator
+// shrinks).
+Problem draw_whole_problem(const Capabilities& caps, FormatId format, const Profile& profile,
+                           const Features& features, const std::function<void(Dims&)>& adjust) {
   Problem p;
   p.dims = draw_dims(caps, profile, features);
   if (adjust) adjust(p.dims);
@@ -349,6 +345,56 @@ Problem draw_problem(const Kernel& kernel, const Profile& profile, const Feature
   p.v = draw_values(B * d.kv_heads * S * d.d_v, format, distribution);
   fill_mask(p, mask, features);
   return p;
+}
+
+// Whether the property could have drawn the problem a cut leaves.
+using Admissible = std::function<bool(const Cut& cut, const Dims& whole)>;
+
+// A drawn problem seen through a cut. Its shrinks: smaller cuts of the
+// same drawn problem first (they keep its values, so they work however far
+// the values have shrunk, and they make every later candidate cheaper),
+// then the recipe's own shrinks seen through the same cut (simpler values,
+// other shapes).
+rc::Shrinkable<Problem> through_cut(const rc::Shrinkable<Problem>& drawn, const Cut& cut, const Admissible& admissible) {
+  return rc::shrinkable::shrink(
+      [drawn, cut] { return cut_problem(drawn.value(), cut); },
+      [drawn, cut, admissible](Problem&&) {
+        const Problem whole = drawn.value();
+        std::vector<Cut> cuts;
+        for (const Cut& smaller : smaller_cuts(cut, whole))
+          if (admissible(smaller, whole.dims)) cuts.push_back(smaller);
+        return rc::seq::concat(rc::seq::map(rc::seq::fromContainer(std::move(cuts)),
+                                            [drawn, admissible](const Cut& smaller) {
+                                              return through_cut(drawn, smaller, admissible);
+                                            }),
+                               rc::seq::map(drawn.shrinks(), [cut, admissible](rc::Shrinkable<Problem>&& s) {
+                                 return through_cut(s, cut, admissible);
+                               }));
+      });
+}
+
+rc::Gen<Problem> problem_generator(const Capabilities& caps, FormatId format, const Profile& profile,
+                                   const Features& features, const std::function<void(Dims&)>& adjust) {
+  const auto draw = rc::gen::exec([=] { return draw_whole_problem(caps, format, profile, features, adjust); });
+  // A cut is one the property could have drawn when `adjust` leaves its
+  // shape as it is (BATCH's B >= 2, LINV's d_v = S, ...; `adjust` must not
+  // draw, since cuts are judged outside any generation) and it keeps the
+  // features every problem of the property has.
+  const Admissible admissible = [adjust, features](const Cut& cut, const Dims& whole) {
+    const Dims d = cut_dims(cut, whole);
+    Dims adjusted = d;
+    if (adjust) adjust(adjusted);
+    return adjusted == d && (cut.window || !features.always_window) && (cut.alibi || !features.always_alibi);
+  };
+  return rc::Gen<Problem>(
+      [draw, admissible](const rc::Random& random, int size) { return through_cut(draw(random, size), Cut{}, admissible); });
+}
+
+}  // namespace
+
+Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
+                     const std::function<void(Dims&)>& adjust) {
+  return *problem_generator(kernel.capabilities(), kernel.formats().input, profile, features, adjust);
 }
 
 }  // namespace attnspec

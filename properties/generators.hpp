@@ -60,8 +60,12 @@ void fit_to_limit(Dims& d, std::size_t max_elements);
 Distribution draw_distribution();
 std::vector<double> draw_values(std::size_t count, FormatId format, Distribution distribution);
 // A complete problem: shape, tensors, then mask, causal, window, ALiBi,
-// scale and softcap.
-// `adjust` may change the shape before the tensors are drawn.
+// scale and softcap. It is one RapidCheck draw, which shrinks by cutting
+// (properties/cuts.hpp: fewer entries, heads, rows, keys, components,
+// the values kept) before its rolls shrink, and whose shape keeps
+// shrinking after its values have.
+// `adjust` may change the shape before the tensors are drawn; it must not
+// draw, and cut shapes it would change are not tried.
 Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
                      const std::function<void(Dims&)>& adjust = {});
 // Adds a mask (bool or additive, as allowed), possibly with fully masked rows.

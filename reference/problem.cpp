@@ -1,6 +1,7 @@
 // Layout, broadcasting and visibility of a Problem (spec/SPEC.md §2.1-2.2).
 #include "reference/problem.hpp"
 
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -58,7 +59,7 @@ bool Problem::visible(RowIndex r, int key) const {
       if (key > r.query) return false;
       break;
     case Causal::bottom_right:
-      if (key > r.query + dims.kv_len - dims.q_len) return false;
+      if (key > r.query + diagonal_offset(Alignment::bottom_right, dims)) return false;
       break;
   }
   return in_window(r, key) && mask_allows(r, key);
@@ -66,8 +67,7 @@ bool Problem::visible(RowIndex r, int key) const {
 
 bool window_contains(const Window& window, const Dims& d, int query, int key) {
   // In 64 bits: i + off - left can pass INT_MIN for a left near 2^31.
-  const std::int64_t diagonal =
-      std::int64_t{query} + (window.alignment == Alignment::bottom_right ? d.kv_len - d.q_len : 0);
+  const std::int64_t diagonal = std::int64_t{query} + diagonal_offset(window.alignment, d);
   if (window.left && key < diagonal - *window.left) return false;
   if (window.right && key > diagonal + *window.right) return false;
   return true;
@@ -88,12 +88,21 @@ double Problem::mask_value(RowIndex r, int key) const {
   return mask_kind == MaskKind::additive ? mask[mask_offset(*this, r, key)] : 0.0;
 }
 
+std::vector<double> alibi_paper_slopes(int heads) {
+  const int n = static_cast<int>(std::bit_floor(static_cast<unsigned>(heads)));
+  std::vector<double> slopes;
+  for (int head = 0; head < heads; ++head) {
+    const double slope = head < n ? std::exp2(-8.0 * (head + 1) / n) : std::exp2(-4.0 * (2 * (head - n + 1) - 1) / n);
+    slopes.push_back(static_cast<double>(static_cast<float>(slope)));
+  }
+  return slopes;
+}
+
 double Problem::alibi_bias(RowIndex r, int key) const {
   if (!alibi) return 0.0;
   const std::size_t head = alibi->per_batch ? static_cast<std::size_t>(r.batch) * dims.q_heads + r.head
                                             : static_cast<std::size_t>(r.head);
-  const std::int64_t diagonal =
-      std::int64_t{r.query} + (alibi->alignment == Alignment::bottom_right ? dims.kv_len - dims.q_len : 0);
+  const std::int64_t diagonal = std::int64_t{r.query} + diagonal_offset(alibi->alignment, dims);
   const std::int64_t distance = diagonal > key ? diagonal - key : key - diagonal;
   return -alibi->slopes[head] * static_cast<double>(distance);
 }

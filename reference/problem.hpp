@@ -32,7 +32,14 @@ struct Dims {
   int kv_len = 1;  // S
   int d_k = 1;
   int d_v = 1;
+  bool operator==(const Dims&) const = default;
 };
+
+// The diagonal offset off of an alignment for a problem of shape d: 0
+// (top_left) or S - L (bottom_right); row i's diagonal is key i + off.
+inline int diagonal_offset(Alignment alignment, const Dims& d) {
+  return alignment == Alignment::bottom_right ? d.kv_len - d.q_len : 0;
+}
 
 struct RowIndex {
   int batch = 0;
@@ -64,6 +71,12 @@ struct Alibi {
   Alignment alignment = Alignment::bottom_right;
   bool operator==(const Alibi&) const = default;
 };
+
+// The ALiBi paper's slopes for `heads` heads, as FlashInfer, cuDNN, vLLM,
+// BLOOM, MPT and ggml compute them, rounded to float32: with n the largest
+// power of two <= heads, heads 1..n get 2^(-8k/n) and the rest
+// 2^(-4(2k - 1)/n), the odd slopes of 2n heads.
+std::vector<double> alibi_paper_slopes(int heads);
 
 struct Problem {
   Dims dims;

@@ -13,6 +13,7 @@
 #include "audit/audit.hpp"
 #include "audit/report.hpp"
 #include "cases/io/case_dir.hpp"
+#include "properties/harness.hpp"
 
 namespace attnspec {
 namespace {
@@ -247,6 +248,45 @@ TEST(Audit, BuiltinKernelOnASmallShape) {
   EXPECT_EQ(c.dtype, FormatId::float16);
   EXPECT_EQ(c.problem.q, p.worst.query);
   std::filesystem::remove_all(dir);
+}
+
+// Sampled rows keep their positions: with 12 of 40 rows sampled, a window,
+// causal masking and ALiBi that moved with the row index (the sample's L
+// is 12, not 40) would give the naive yardstick another function, with
+// errors of order 1 against the reference; kept, it is as precise as the
+// kernel itself (the same float64 composition).
+TEST(Audit, SampledRowsKeepTheirPositions) {
+  const std::unique_ptr<Kernel> kernel = make_kernel("naive-f64");
+  AuditOptions options;
+  options.shape = Dims{1, 2, 1, 40, 56, 8, 8};
+  options.rows_per_head = 12;
+  options.causal = Causal::bottom_right;
+  options.window = Window{7, std::nullopt, Alignment::top_left};
+  options.alibi = Alignment::bottom_right;
+  const AuditResult r = run_audit(*kernel, "naive-f64", options);
+  const AuditPoint& p = r.points.front();
+  EXPECT_EQ(p.checked_rows, 24u);
+  EXPECT_EQ(p.bound.outside, 0u);
+  EXPECT_LE(p.kernel.componentwise.max, 8);
+  EXPECT_LE(p.naive.componentwise.max, 8);
+  EXPECT_EQ(r.positions, "causal bottom_right; window (7, unbounded) top_left; ALiBi (the paper's slopes) bottom_right");
+  EXPECT_NE(audit_markdown(r, "worst").find("positions: causal bottom_right"), std::string::npos);
+  // The worst row alone, positions as an additive mask, is still that row.
+  ErrorStats stats;
+  EXPECT_EQ(check_against_reference(*kernel, p.worst.case_problem, stats), "");
+  EXPECT_EQ(p.worst.case_problem.mask_kind, MaskKind::additive);
+}
+
+TEST(Audit, KernelsWithoutAFeatureAreRefused) {
+  const std::unique_ptr<Kernel> kernel = make_kernel("naive-f64");
+  AuditOptions options;
+  options.shape = Dims{1, 1, 1, 8, 8, 4, 4};
+  Capabilities caps = kernel->capabilities();
+  EXPECT_TRUE(missing_capabilities(caps, audit_positions(options.shape, options)).empty());
+  options.window = Window{2, 0, Alignment::bottom_right};
+  caps.window_bottom_right = false;
+  EXPECT_EQ(missing_capabilities(caps, audit_positions(options.shape, options)),
+            std::vector<std::string>{"needs a sliding window, bottom_right"});
 }
 
 TEST(Audit, SweepFitsAGrowthExponent) {

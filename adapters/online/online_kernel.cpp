@@ -133,9 +133,9 @@ class OnlineKernel final : public Kernel {
     const Dims& d = p.dims;
     std::int64_t low = 0, high = d.kv_len - 1;
     if (p.causal != Causal::none)
-      high = std::min<std::int64_t>(high, last - 1 + (p.causal == Causal::bottom_right ? d.kv_len - d.q_len : 0));
+      high = std::min<std::int64_t>(high, last - 1 + (p.causal == Causal::bottom_right ? diagonal_offset(Alignment::bottom_right, d) : 0));
     if (p.window) {
-      const int offset = p.window->alignment == Alignment::bottom_right ? d.kv_len - d.q_len : 0;
+      const int offset = diagonal_offset(p.window->alignment, d);
       if (p.window->left) low = std::max<std::int64_t>(low, std::int64_t{first} + offset - *p.window->left);
       if (p.window->right) high = std::min<std::int64_t>(high, std::int64_t{last} - 1 + offset + *p.window->right);
     }

@@ -114,7 +114,7 @@ ClauseOutcome check_causal(PropertyContext& context) {
   const Capabilities caps = context.kernel.capabilities();
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
     p = draw_problem(context.kernel, context.profile, Features{}, [](Dims& d) {
-      if (d.q_len == d.kv_len) d.kv_len += 1 + draw_in(0, 3);  // L != S
+      if (d.q_len == d.kv_len) d.kv_len += 1;  // L != S (adjust functions do not draw)
     });
     const bool top_left = caps.causal_top_left && (!caps.causal_bottom_right || (draw_in(0, 1) == 1));
     p.causal = top_left ? Causal::top_left : Causal::bottom_right;
