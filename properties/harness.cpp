@@ -239,6 +239,7 @@ std::string disagree(const Evaluation& a, const Evaluation& b, std::span<const s
                      const std::string& relation, double u_out, ErrorStats& stats) {
   for (std::size_t i = 0; i < index_in_b.size(); ++i) {
     const std::size_t j = index_in_b[i];
+    if (j == kNotCompared) continue;
     const double x = a.got.out[i], y = b.got.out[j];
     const double tolerance = a.bound[i] + b.bound[j];
     const double difference = std::fabs(x - y);

@@ -92,8 +92,13 @@ double output_unit(const Kernel& kernel);  // u of the kernel's output format
 std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, ErrorStats& stats,
                           Tier tier = Tier::worst_case);
 
+// An index_in_b entry for an output of a that the relation says nothing
+// about (a row the transformation may rightly change).
+inline constexpr std::size_t kNotCompared = static_cast<std::size_t>(-1);
+
 // "" when a.got.out[i] and b.got.out[index_in_b[i]] agree within
-// a.bound[i] + b.bound[index_in_b[i]] for every i, else a description.
+// a.bound[i] + b.bound[index_in_b[i]] for every i (but kNotCompared
+// ones), else a description.
 std::string disagree(const Evaluation& a, const Evaluation& b, std::span<const std::size_t> index_in_b,
                      const std::string& relation, double u_out, ErrorStats& stats);
 
