@@ -3,7 +3,8 @@
 # seeds in a row (issue 4 asks for 100). Too slow for CI: about 7 minutes
 # per seed for all five kernels on one core since issue 11's shapes; JOBS
 # runs seeds in parallel. PROFILE, KERNELS (space-separated) and CLAUSES
-# (space-separated; default all) narrow the run, e.g. the tight tier alone:
+# (space-separated; default all) narrow the run (KERNELS separated by ';'
+# when one is a cmd:COMMAND with spaces), e.g. the tight tier alone:
 #   PROFILE=ci KERNELS="naive-f32 online-f32" CLAUSES="PREC PRECTIGHT" scripts/false_alarm.sh 1 50
 # LEDGER=FILE appends one tab-separated line per seed (date, commit, CPU
 # kind, profile, kernels, clauses, seed, result), so that a sweep too long
@@ -16,9 +17,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 attnspec="${ATTNSPEC:-$root/build/attnspec}"
 first="${1:-1}" last="${2:-100}" jobs="${JOBS:-1}"
 profile="${PROFILE:-ci}"
-selection=""
-for k in ${KERNELS:-builtin}; do selection="$selection --kernel $k"; done
-for c in ${CLAUSES:-}; do selection="$selection --clause $c"; done
+# KERNELS is split at ';' when it holds one (a process adapter's
+# cmd:COMMAND has spaces), else at spaces.
+selection=()
+if [[ "${KERNELS:-}" == *";"* ]]; then IFS=';' read -r -a kernels <<<"$KERNELS"; else read -r -a kernels <<<"${KERNELS:-builtin}"; fi
+for k in "${kernels[@]}"; do selection+=(--kernel "$k"); done
+for c in ${CLAUSES:-}; do selection+=(--clause "$c"); done
 out="${OUT:-$root/build/false-alarm}"
 mkdir -p "$out"
 ledger="${LEDGER:-}"
@@ -35,11 +39,16 @@ if [ -n "${COMMIT:-}" ] && [ -z "${ATTNSPEC_GOLDEN_DIR:-}" ]; then
   export ATTNSPEC_GOLDEN_DIR="$golden_copy/cases/golden"
 fi
 kind="$("$attnspec" kernels 2>/dev/null | sed -n 's/.*kind \([a-z0-9-]*\).*/\1/p' | head -n 1)"
-export attnspec selection profile out ledger commit kind
+# Arrays do not pass through export: the selection goes as one
+# newline-separated string, split back in one_seed.
+selection_lines="$(printf '%s\n' "${selection[@]}")"
+export attnspec selection_lines profile out ledger commit kind
 export ledger_kernels="${KERNELS:-builtin}" ledger_clauses="${CLAUSES:-all}"
 one_seed() {
   local seed="$1"
-  "$attnspec" run $selection --profile "$profile" --seed "$seed" --save-failures "$out/failures-$seed" \
+  local -a selection
+  mapfile -t selection <<<"$selection_lines"
+  "$attnspec" run "${selection[@]}" --profile "$profile" --seed "$seed" --save-failures "$out/failures-$seed" \
     >"$out/seed-$seed.txt" 2>&1
   local status=$? result
   result="$(tail -n 1 "$out/seed-$seed.txt")"
