@@ -6,7 +6,9 @@
 // whose lengths sit just below, at and above the 64-, 128- and 256-row and
 // key tiles real kernels use, or are odd, with head dimensions from those
 // kernels' specialisations; and, where the profile asks for it, long rows
-// of keys with few queries.
+// of keys with few queries. A drawn problem is one RapidCheck draw that
+// shrinks by cuts first (properties/cuts.hpp), so that its shape keeps
+// shrinking after its values have.
 #include "properties/generators.hpp"
 
 #include <rapidcheck.h>

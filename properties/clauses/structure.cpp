@@ -110,9 +110,12 @@ ClauseOutcome check_linv(PropertyContext& context) {
     const double factor = std::ldexp(1.0, power);
     for (std::size_t i = 0; i < p.out_size(); ++i) {
       const double difference = std::fabs(c.got.out[i] - a.got.out[i] - factor * b.got.out[i]);
-      // Plus the float64 rounding of the combination formed here.
+      // Plus the float64 rounding of the combination formed here (of the
+      // finite outputs: a NaN output fails by its difference, and would
+      // otherwise make the reported tolerance NaN too).
+      const auto size = [](double x) { return std::isfinite(x) ? std::fabs(x) : 0.0; };
       const double tolerance = c.bound[i] + a.bound[i] + factor * b.bound[i] + rounding +
-                               0x1p-52 * (std::fabs(c.got.out[i]) + std::fabs(a.got.out[i]) + factor * std::fabs(b.got.out[i]));
+                               0x1p-52 * (size(c.got.out[i]) + size(a.got.out[i]) + factor * size(b.got.out[i]));
       stats.add(difference, tolerance, c.scale[i] + a.scale[i] + factor * b.scale[i], u_out);
       if (!(difference <= tolerance)) {
         ErrorStats ignored;
