@@ -40,9 +40,10 @@ KERNELS = [
     ("numpy-float32", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float32", [], {}),
     ("libtorch-sdpa-f64", "libtorch-sdpa-f64", ["MASKNAN", "FULLMASK", "NANPROP", "PRECREL"], {}),
     ("libtorch-sdpa-f32", "libtorch-sdpa-f32", ["MASKNAN", "FULLMASK", "NANPROP", "PRECREL"], {}),
-    # Its bfloat16 matmul accumulates P V in bfloat16 on small shapes
-    # (d_v = 1 at seed 1 of the ci profile): PRECTIGHT.
-    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP"], {"ci_only": ["PRECTIGHT"]}),
+    # Its bfloat16 matmul accumulates P V in bfloat16 on small shapes: in
+    # the ci profile's small problems its largest error exceeds twice the
+    # naive composition's (PRECREL; PRECTIGHT before the draws changed).
+    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP"], {"ci_only": ["PRECREL"]}),
     ("onednn-f32", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {}),
     # oneDNN 2.6 has bf16 primitives only from AVX-512 (avx512_core) up.
     ("onednn-bf16", "onednn-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {"available": AVX512_KINDS}),
