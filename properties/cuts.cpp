@@ -25,7 +25,7 @@ std::array<AxisRange Cut::*, 7> axes() {
 }  // namespace
 
 Cut fit_cut(const Cut& cut, const Dims& d) {
-  Cut fitted;
+  Cut fitted = cut;  // the options as they are
   fitted.batch = fit_range(cut.batch, d.batch);
   fitted.kv_heads = fit_range(cut.kv_heads, d.kv_heads);
   fitted.group = fit_range(cut.group, d.q_heads / d.kv_heads);
@@ -33,12 +33,6 @@ Cut fit_cut(const Cut& cut, const Dims& d) {
   fitted.keys = fit_range(cut.keys, d.kv_len);
   fitted.key_dims = fit_range(cut.key_dims, d.d_k);
   fitted.value_dims = fit_range(cut.value_dims, d.d_v);
-  fitted.mask = cut.mask;
-  fitted.causal = cut.causal;
-  fitted.window = cut.window;
-  fitted.alibi = cut.alibi;
-  fitted.softcap = cut.softcap;
-  fitted.scale = cut.scale;
   return fitted;
 }
 
@@ -65,8 +59,8 @@ Problem cut_problem(const Problem& p, const Cut& cut) {
   if (c.causal) out.causal = p.causal;
   if (c.window) out.window = p.window;
   out.mask_kind = c.mask ? p.mask_kind : MaskKind::none;
-  out.mask_batch = p.mask_batch == 1 ? 1 : out.dims.batch;
-  out.mask_heads = p.mask_heads == 1 ? 1 : out.dims.q_heads;
+  out.mask_batch = out.mask_kind == MaskKind::none || p.mask_batch == 1 ? 1 : out.dims.batch;
+  out.mask_heads = out.mask_kind == MaskKind::none || p.mask_heads == 1 ? 1 : out.dims.q_heads;
   const int group = d.q_heads / d.kv_heads;
   const auto at = [](std::size_t i0, std::size_t n1, std::size_t i1, std::size_t n2, std::size_t i2, std::size_t n3,
                      std::size_t i3) { return ((i0 * n1 + i1) * n2 + i2) * n3 + i3; };
@@ -81,10 +75,9 @@ Problem cut_problem(const Problem& p, const Cut& cut) {
         for (int t = c.key_dims.begin; t < c.key_dims.end; ++t)
           out.q.push_back(p.q[at(z(b), z(d.q_heads), z(h), z(d.q_len), z(i), z(d.d_k), z(t))]);
     for (int g = c.kv_heads.begin; g < c.kv_heads.end; ++g)
-      for (int j = c.keys.begin; j < c.keys.end; ++j) {
+      for (int j = c.keys.begin; j < c.keys.end; ++j)
         for (int t = c.key_dims.begin; t < c.key_dims.end; ++t)
           out.k.push_back(p.k[at(z(b), z(d.kv_heads), z(g), z(d.kv_len), z(j), z(d.d_k), z(t))]);
-      }
     for (int g = c.kv_heads.begin; g < c.kv_heads.end; ++g)
       for (int j = c.keys.begin; j < c.keys.end; ++j)
         for (int t = c.value_dims.begin; t < c.value_dims.end; ++t)
@@ -113,12 +106,15 @@ Problem cut_problem(const Problem& p, const Cut& cut) {
   return out;
 }
 
-std::vector<Cut> smaller_cuts(const Cut& cut, const Problem& p) {
+std::vector<Cut> smaller_cuts(const Cut& cut, const Problem& p, HeadDims head_dims) {
   const Cut fitted = fit_cut(cut, p.dims);
+  const bool together = head_dims == HeadDims::together && fitted.key_dims == fitted.value_dims;
   std::vector<Cut> cuts;
   const auto add = [&](AxisRange Cut::*axis, int begin, int end) {
     Cut smaller = fitted;
     smaller.*axis = {begin, end};
+    if (together && axis == &Cut::key_dims) smaller.value_dims = smaller.key_dims;
+    if (together && axis == &Cut::value_dims) return;
     if (std::find(cuts.begin(), cuts.end(), smaller) == cuts.end()) cuts.push_back(smaller);
   };
   for (auto axis : axes()) {

@@ -44,10 +44,14 @@ Dims cut_dims(const Cut& cut, const Dims& d);
 // restricted).
 Problem cut_problem(const Problem& p, const Cut& cut);
 
+// Whether d_k and d_v are cut apart, or together (for a kernel that needs
+// d_v = d_k: a cut of one alone would give it a problem it cannot run).
+enum class HeadDims { apart, together };
+
 // Cuts that keep less than `cut` (fitted to p): each axis of more than
 // one element halved (either half), then a quarter, an eighth, ... and
 // finally one element off either end of each axis, then each option p
 // has dropped; the largest reductions first.
-std::vector<Cut> smaller_cuts(const Cut& cut, const Problem& p);
+std::vector<Cut> smaller_cuts(const Cut& cut, const Problem& p, HeadDims head_dims = HeadDims::apart);
 
 }  // namespace attnspec

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 
 #include "properties/cuts.hpp"
 
@@ -349,47 +350,54 @@ Problem draw_whole_problem(const Capabilities& caps, FormatId format, const Prof
   return p;
 }
 
-// Whether the property could have drawn the problem a cut leaves.
-using Admissible = std::function<bool(const Cut& cut, const Dims& whole)>;
+// Which cuts a property's problem may take: those whose problem it could
+// have drawn, with d_k and d_v cut together where the kernel needs them
+// equal.
+struct CutRules {
+  HeadDims head_dims = HeadDims::apart;
+  std::function<bool(const Cut& cut, const Dims& whole)> admissible;
+};
 
 // A drawn problem seen through a cut. Its shrinks: smaller cuts of the
 // same drawn problem first (they keep its values, so they work however far
 // the values have shrunk, and they make every later candidate cheaper),
 // then the recipe's own shrinks seen through the same cut (simpler values,
 // other shapes).
-rc::Shrinkable<Problem> through_cut(const rc::Shrinkable<Problem>& drawn, const Cut& cut, const Admissible& admissible) {
+rc::Shrinkable<Problem> through_cut(const rc::Shrinkable<Problem>& drawn, const Cut& cut,
+                                    const std::shared_ptr<const CutRules>& rules) {
   return rc::shrinkable::shrink(
       [drawn, cut] { return cut_problem(drawn.value(), cut); },
-      [drawn, cut, admissible](Problem&&) {
+      [drawn, cut, rules](Problem&&) {
         const Problem whole = drawn.value();
         std::vector<Cut> cuts;
-        for (const Cut& smaller : smaller_cuts(cut, whole))
-          if (admissible(smaller, whole.dims)) cuts.push_back(smaller);
-        return rc::seq::concat(rc::seq::map(rc::seq::fromContainer(std::move(cuts)),
-                                            [drawn, admissible](const Cut& smaller) {
-                                              return through_cut(drawn, smaller, admissible);
-                                            }),
-                               rc::seq::map(drawn.shrinks(), [cut, admissible](rc::Shrinkable<Problem>&& s) {
-                                 return through_cut(s, cut, admissible);
-                               }));
+        for (const Cut& smaller : smaller_cuts(cut, whole, rules->head_dims))
+          if (rules->admissible(smaller, whole.dims)) cuts.push_back(smaller);
+        return rc::seq::concat(
+            rc::seq::map(rc::seq::fromContainer(std::move(cuts)),
+                         [drawn, rules](const Cut& smaller) { return through_cut(drawn, smaller, rules); }),
+            rc::seq::map(drawn.shrinks(),
+                         [cut, rules](rc::Shrinkable<Problem>&& s) { return through_cut(s, cut, rules); }));
       });
 }
 
 rc::Gen<Problem> problem_generator(const Capabilities& caps, FormatId format, const Profile& profile,
                                    const Features& features, const std::function<void(Dims&)>& adjust) {
   const auto draw = rc::gen::exec([=] { return draw_whole_problem(caps, format, profile, features, adjust); });
+  auto rules = std::make_shared<CutRules>();
+  rules->head_dims = features.dv_ne_dk && caps.dv_ne_dk ? HeadDims::apart : HeadDims::together;
   // A cut is one the property could have drawn when `adjust` leaves its
   // shape as it is (BATCH's B >= 2, LINV's d_v = S, ...; `adjust` must not
   // draw, since cuts are judged outside any generation) and it keeps the
   // features every problem of the property has.
-  const Admissible admissible = [adjust, features](const Cut& cut, const Dims& whole) {
+  rules->admissible = [adjust, features](const Cut& cut, const Dims& whole) {
     const Dims d = cut_dims(cut, whole);
     Dims adjusted = d;
     if (adjust) adjust(adjusted);
     return adjusted == d && (cut.window || !features.always_window) && (cut.alibi || !features.always_alibi);
   };
-  return rc::Gen<Problem>(
-      [draw, admissible](const rc::Random& random, int size) { return through_cut(draw(random, size), Cut{}, admissible); });
+  return rc::Gen<Problem>([draw, rules = std::shared_ptr<const CutRules>(rules)](const rc::Random& random, int size) {
+    return through_cut(draw(random, size), Cut{}, rules);
+  });
 }
 
 }  // namespace

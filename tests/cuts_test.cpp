@@ -109,5 +109,19 @@ TEST(Cuts, SmallerCutsAreSmallerAndEndAtOneElement) {
   EXPECT_GT(steps, 6);
 }
 
+// For a kernel that needs d_v = d_k, the head dimensions are cut as one.
+TEST(Cuts, HeadDimensionsCutTogetherStayEqual) {
+  Problem p = numbered_problem();
+  p.dims.d_v = p.dims.d_k;
+  p.v.assign(2 * 2 * 6 * 3, 1.0);
+  bool cut_head_dims = false;
+  for (const Cut& smaller : smaller_cuts(Cut{}, p, HeadDims::together)) {
+    const Dims d = cut_dims(smaller, p.dims);
+    EXPECT_EQ(d.d_k, d.d_v);
+    cut_head_dims |= d.d_k < p.dims.d_k;
+  }
+  EXPECT_TRUE(cut_head_dims);
+}
+
 }  // namespace
 }  // namespace attnspec
