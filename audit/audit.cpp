@@ -70,7 +70,13 @@ std::vector<CheckedRow> check_rows(const Problem& p, const std::vector<RowIndex>
     }
   };
   std::vector<std::thread> helpers;
-  for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work, false);
+  // MPFR keeps caches (constants such as log 2) per thread; a helper that
+  // escalated a row frees its own before it ends.
+  for (unsigned t = 1; t < threads; ++t)
+    helpers.emplace_back([&] {
+      work(false);
+      mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    });
   work(true);
   for (std::thread& helper : helpers) helper.join();
   if (failure) std::rethrow_exception(failure);
