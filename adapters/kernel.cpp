@@ -10,6 +10,7 @@ Capabilities full_capabilities() {
   c.bool_mask = c.additive_mask = c.causal_top_left = c.causal_bottom_right = true;
   c.window_top_left = c.window_bottom_right = true;
   c.alibi_top_left = c.alibi_bottom_right = true;
+  c.sinks = true;
   c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
   c.fully_masked_rows = true;
   return c;
@@ -29,6 +30,7 @@ std::vector<std::string> missing_capabilities(const Capabilities& c, const Probl
     missing.push_back("needs ALiBi, top_left");
   if (p.alibi && p.alibi->alignment == Alignment::bottom_right && !c.alibi_bottom_right)
     missing.push_back("needs ALiBi, bottom_right");
+  if (!p.sinks.empty() && !c.sinks) missing.push_back("needs attention sinks");
   if (p.dims.q_heads != p.dims.kv_heads && !c.gqa) missing.push_back("needs GQA (Hq != Hkv)");
   if (p.scale && !c.explicit_scale) missing.push_back("needs an explicit scale");
   if (p.softcap && !c.softcap) missing.push_back("needs softcap");
@@ -67,6 +69,7 @@ std::string describe(const Capabilities& c) {
     if (c.alibi_bottom_right) alibi += c.alibi_top_left ? ",bottom_right" : "bottom_right";
     add(true, alibi);
   }
+  add(c.sinks, "sinks");
   add(c.gqa, "gqa");
   add(c.explicit_scale, "scale");
   add(c.softcap, "softcap");

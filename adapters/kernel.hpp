@@ -34,6 +34,7 @@ struct Capabilities {
   bool window_bottom_right = false;
   bool alibi_top_left = false;       // ALiBi biases of either alignment
   bool alibi_bottom_right = false;
+  bool sinks = false;           // attention sinks: a per-head logit in the denominator
   bool gqa = false;             // Hq != Hkv
   bool explicit_scale = false;  // a scale other than 1/sqrt(d_k)
   bool softcap = false;

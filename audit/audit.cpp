@@ -10,6 +10,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -142,6 +143,7 @@ Problem single_row_problem(const Problem& p, RowIndex r) {
     single.v.insert(single.v.end(), v.begin(), v.end());
   }
   keep_positions(single, p, {r});
+  if (const std::optional<double> sink = p.sink(r)) single.sinks = {*sink};
   return single;
 }
 
@@ -185,6 +187,7 @@ AuditPoint audit_point(Kernel& kernel, Kernel& naive, const Dims& shape, const A
   p.causal = positions.causal;
   p.window = positions.window;
   p.alibi = positions.alibi;
+  p.sinks = positions.sinks;
 
   report("  kernel " + kernel.name() + " on the full problem (" + std::to_string(p.rows()) + " query rows)");
   auto start = Clock::now();
@@ -365,6 +368,7 @@ Problem audit_positions(const Dims& shape, const AuditOptions& options) {
   p.causal = options.causal;
   p.window = options.window;
   if (options.alibi) p.alibi = Alibi{alibi_paper_slopes(shape.q_heads), false, *options.alibi};
+  if (options.sink) p.sinks.assign(static_cast<std::size_t>(shape.q_heads), *options.sink);
   return p;
 }
 
@@ -378,6 +382,11 @@ std::string positions_text(const AuditOptions& options) {
         std::string(to_string(options.window->alignment)));
   }
   if (options.alibi) add("ALiBi (the paper's slopes) " + std::string(to_string(*options.alibi)));
+  if (options.sink) {
+    std::ostringstream sink;
+    sink << "sink " << *options.sink << " for every head";
+    add(sink.str());
+  }
   return text.empty() ? "none" : text;
 }
 

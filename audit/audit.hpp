@@ -43,12 +43,13 @@ struct AuditOptions {
   int rows_per_head = 0;  // 0: the default above
   SweepAxis sweep = SweepAxis::none;
   // Where the rows sit (spec/SPEC.md section 2.2, 2.3): causal masking, a
-  // sliding window, ALiBi with the paper's slopes. The sampled rows keep
+  // sliding window, ALiBi with the paper's slopes; and sinks. The sampled rows keep
   // their positions: the naive yardstick and the worst-row case get them
   // as an explicit additive mask.
   Causal causal = Causal::none;
   std::optional<Window> window;
   std::optional<Alignment> alibi;
+  std::optional<double> sink;  // an attention sink of this logit (a float32 value) for every query head
   unsigned threads = 0;   // reference threads; 0: one per core
   std::function<void(const std::string&)> progress;  // one line per step, for stderr
 };

@@ -5,10 +5,12 @@
 // precision model's bound, 2 for bad options (nothing written).
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "adapters/emulated/emulated_kernels.hpp"
@@ -36,6 +38,7 @@ struct AuditArgs {
   std::string shape = kDefaultShape;
   std::string sweep;
   std::string causal, window, alibi;
+  std::optional<double> sink;
   int rows = 0;
   std::uint64_t seed = 1;
   unsigned threads = 0;
@@ -157,6 +160,11 @@ AuditOptions parse_options(const AuditArgs& args, const Kernel& kernel) {
   }
   if (!args.window.empty()) options.window = parse_window(args.window);
   if (!args.alibi.empty()) options.alibi = parse_alignment("--alibi", args.alibi);
+  if (args.sink) {
+    if (!std::isfinite(*args.sink) || static_cast<double>(static_cast<float>(*args.sink)) != *args.sink)
+      throw InputError("--sink", "", "expected a finite float32 value (such as 0.5 or -2), got " + std::to_string(*args.sink));
+    options.sink = args.sink;
+  }
   options.rows_per_head = args.rows;
   options.seed = args.seed;
   options.threads = args.threads;
@@ -185,6 +193,7 @@ int audit(const AuditArgs& args) {
     const std::string option = missing.front().find("causal") != std::string::npos ? "--causal"
                                : missing.front().find("window") != std::string::npos ? "--window"
                                : missing.front().find("ALiBi") != std::string::npos  ? "--alibi"
+                               : missing.front().find("sinks") != std::string::npos  ? "--sink"
                                                                                      : "--shape";
     throw InputError(option, "", "kernel " + args.kernel + " cannot run this problem: " + missing.front());
   }
@@ -253,6 +262,8 @@ Command add_audit_command(CLI::App& app) {
                   "side, alignment top_left or bottom_right (default), e.g. 128,0");
   sub->add_option("--alibi", args->alibi,
                   "ALiBi with the paper's slopes per query head, aligned top_left or bottom_right (default: none)");
+  sub->add_option("--sink", args->sink,
+                  "an attention sink of this logit for every query head, a float32 value (default: none)");
   sub->add_option("--rows", args->rows,
                   "query rows checked per (batch, head), sampled at random (default: all when L <= " +
                       std::to_string(kAllRowsUpTo) + ", else " + std::to_string(kDefaultSampledRows) + ")")

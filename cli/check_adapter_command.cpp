@@ -69,6 +69,8 @@ std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
     list.push_back({"ALiBi " + std::string(to_string(alignment)), base});
     list.back().problem.alibi = Alibi{{0.5, 0.25}, false, alignment};
   }
+  // One sink per query head (the probe has 2): one near the logits, one absent.
+  if (caps.sinks) list.push_back({"sinks (1, -inf)", base}), list.back().problem.sinks = {1.0, -INFINITY};
   if (caps.explicit_scale) list.push_back({"explicit scale 0.75", base}), list.back().problem.scale = 0.75;
   if (caps.softcap) list.push_back({"softcap 2", base}), list.back().problem.softcap = 2.0;
   return list;

@@ -103,6 +103,8 @@ Problem cut_problem(const Problem& p, const Cut& cut) {
         alibi.slopes.push_back(p.alibi->slopes[(p.alibi->per_batch ? z(b) * z(d.q_heads) : 0) + z(h)]);
     out.alibi = std::move(alibi);
   }
+  if (!p.sinks.empty() && c.sinks)
+    for (int h : q_heads) out.sinks.push_back(p.sinks[z(h)]);
   return out;
 }
 
@@ -145,6 +147,7 @@ std::vector<Cut> smaller_cuts(const Cut& cut, const Problem& p, HeadDims head_di
   drop(&Cut::causal, p.causal != Causal::none);
   drop(&Cut::window, p.window.has_value());
   drop(&Cut::alibi, p.alibi.has_value());
+  drop(&Cut::sinks, !p.sinks.empty());
   drop(&Cut::softcap, p.softcap.has_value());
   drop(&Cut::scale, p.scale.has_value());
   return cuts;

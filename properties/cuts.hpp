@@ -1,7 +1,7 @@
 // Cutting a problem down to a sub-problem with the same values: some batch
 // entries, kv heads, query heads of each group, rows, keys, key components
 // or value columns, and fewer options (mask, causal masking, window, ALiBi,
-// softcap, explicit scale). Shrinking uses cuts (properties/generators.cpp) so that
+// sinks, softcap, explicit scale). Shrinking uses cuts (properties/generators.cpp) so that
 // a failing problem's shape keeps shrinking after its values have: a
 // RapidCheck draw, once a later draw has shrunk, is never shrunk again, so
 // the shape draws alone stall wherever the values shrank first.
@@ -27,7 +27,7 @@ struct AxisRange {
 struct Cut {
   AxisRange batch, kv_heads, group;  // group: query heads within each kv head's group
   AxisRange rows, keys, key_dims, value_dims;
-  bool mask = true, causal = true, window = true, alibi = true, softcap = true, scale = true;
+  bool mask = true, causal = true, window = true, alibi = true, sinks = true, softcap = true, scale = true;
   bool operator==(const Cut&) const = default;
 };
 
@@ -38,7 +38,7 @@ Cut fit_cut(const Cut& cut, const Dims& d);
 // The shape a (fitted) cut leaves.
 Dims cut_dims(const Cut& cut, const Dims& d);
 
-// The sub-problem a cut keeps: tensors, mask and ALiBi slopes sliced, the
+// The sub-problem a cut keeps: tensors, mask, ALiBi slopes and sinks sliced, the
 // options it drops gone; causal masking and window as they were (so
 // positions move: a cut problem is a new candidate, not the old one
 // restricted).

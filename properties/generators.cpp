@@ -126,7 +126,7 @@ double draw_value(IntegerSource& source, FormatId format, Distribution distribut
 
 Features no_features() {
   Features f;
-  f.bool_mask = f.additive_mask = f.causal = f.window = f.alibi = f.softcap = f.explicit_scale = false;
+  f.bool_mask = f.additive_mask = f.causal = f.window = f.alibi = f.sinks = f.softcap = f.explicit_scale = false;
   f.gqa = f.dv_ne_dk = f.fully_masked_rows = false;
   return f;
 }
@@ -302,6 +302,29 @@ std::optional<Alibi> draw_alibi(const Dims& d, const Capabilities& caps) {
   return alibi;
 }
 
+std::vector<double> draw_sinks(const Dims& d) {
+  // A fixed number of draws whatever the shape (as draw_alibi): the kind,
+  // then a base and a step per head in quarters, a large exponent and
+  // full-precision bits.
+  const int kind = draw_in(0, 3);
+  const int base = draw_in(-16, 16), step = draw_in(-4, 4), large = draw_in(5, 12);
+  const int bits = draw_in(0, (1 << 24) - 1);
+  std::vector<double> sinks;
+  for (int h = 0; h < d.q_heads; ++h) {
+    const double quarter = (base + step * h) / 4.0;
+    switch (kind) {
+      case 0: sinks.push_back(quarter); break;
+      case 1: sinks.push_back(h % 2 == 0 ? -INFINITY : quarter); break;  // -inf: no sink for that head
+      case 2: sinks.push_back(std::ldexp(1.0, large) + h); break;       // outweighs every key
+      default:  // 24 bits in [-4, 4), a different rotation per head
+        sinks.push_back(std::ldexp(static_cast<double>((bits + h * 0x9e3779) % (1 << 24)), -21) - 4);
+        break;
+    }
+    sinks.back() = round_to_format(sinks.back(), FormatId::float32);
+  }
+  return sinks;
+}
+
 void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
   fill_mask(p, draw_mask_plan(p.dims, caps, features), features);
 }
@@ -330,6 +353,7 @@ Problem draw_whole_problem(const Capabilities& caps, FormatId format, const Prof
   if (features.explicit_scale && caps.explicit_scale && draw_in(0, 2) == 2)
     p.scale = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
   if (features.softcap && caps.softcap && draw_in(0, 3) == 3) p.softcap = draw_in(1, 30);
+  if (features.sinks && caps.sinks && (features.always_sinks || draw_in(0, 3) == 3)) p.sinks = draw_sinks(p.dims);
   const Dims& d = p.dims;
   const auto B = static_cast<std::size_t>(d.batch), S = static_cast<std::size_t>(d.kv_len);
   p.q = draw_values(p.rows() * d.d_k, format, distribution);
@@ -393,7 +417,8 @@ rc::Gen<Problem> problem_generator(const Capabilities& caps, FormatId format, co
     const Dims d = cut_dims(cut, whole);
     Dims adjusted = d;
     if (adjust) adjust(adjusted);
-    return adjusted == d && (cut.window || !features.always_window) && (cut.alibi || !features.always_alibi);
+    return adjusted == d && (cut.window || !features.always_window) && (cut.alibi || !features.always_alibi) &&
+           (cut.sinks || !features.always_sinks);
   };
   return rc::Gen<Problem>([draw, rules = std::shared_ptr<const CutRules>(rules)](const rc::Random& random, int size) {
     return through_cut(draw(random, size), Cut{}, rules);

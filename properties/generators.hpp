@@ -40,10 +40,12 @@ struct Features {
   bool causal = true;
   bool window = true;  // sliding windows
   bool alibi = true;   // ALiBi biases
-  // Every problem gets one (WINDOW, ALIBI): drawn in its place among the
-  // options, before the tensors, so that shrinking keeps it.
+  bool sinks = true;   // attention sinks
+  // Every problem gets one (WINDOW, ALIBI, SINK): drawn in its place among
+  // the options, before the tensors, so that shrinking keeps it.
   bool always_window = false;
   bool always_alibi = false;
+  bool always_sinks = false;
   bool softcap = true;
   bool explicit_scale = true;
   bool gqa = true;
@@ -60,7 +62,7 @@ void fit_to_limit(Dims& d, std::size_t max_elements);
 Distribution draw_distribution();
 std::vector<double> draw_values(std::size_t count, FormatId format, Distribution distribution);
 // A complete problem: shape, tensors, then mask, causal, window, ALiBi,
-// scale and softcap. It is one RapidCheck draw, which shrinks by cutting
+// scale, softcap and sinks. It is one RapidCheck draw, which shrinks by cutting
 // (properties/cuts.hpp: fewer entries, heads, rows, keys, components,
 // the values kept) before its rolls shrink, and whose shape keeps
 // shrinking after its values have.
@@ -78,5 +80,9 @@ std::optional<Window> draw_window(const Dims& d, const Capabilities& caps);
 // head; the slopes of the ALiBi paper (rounded to float32), or
 // consecutive sixteenths. nullopt when the kernel has none.
 std::optional<Alibi> draw_alibi(const Dims& d, const Capabilities& caps);
+// Sink logits for the Hq heads of d (float32 values): quarters near the
+// logits, some heads without a sink (-inf), large ones (32 to 4096 and a few more) that
+// outweigh every key, or full-precision float32 values.
+std::vector<double> draw_sinks(const Dims& d);
 
 }  // namespace attnspec

@@ -74,7 +74,7 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
       for (int j = 0; j < p.dims.kv_len && !any_visible; ++j) any_visible = p.visible(r, j);
       if (any_visible) continue;
       std::fill_n(e.got.out.begin() + static_cast<std::ptrdiff_t>(row * dv), dv, 0.0);
-      if (!e.got.lse.empty()) e.got.lse[row] = -INFINITY;
+      if (!e.got.lse.empty()) e.got.lse[row] = p.sink(r).value_or(-INFINITY);
     }
   }
   const auto S = static_cast<std::size_t>(p.dims.kv_len), dv = static_cast<std::size_t>(p.dims.d_v);

@@ -74,10 +74,8 @@ RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights, 
     if (!wanted_column[static_cast<std::size_t>(t)]) continue;
     Interval numerator = 0;
     for (std::size_t g = 0; g < groups; ++g) {
-      const Interval values =
-          row.group_size[g] == 1
-              ? Interval(p.value_row(row.index.batch, row.kv_head, row.visible[row.representative[g]])[t])
-              : enclose(row.value_sums[g][static_cast<std::size_t>(t)]);
+      const Interval values = row.group_size[g] == 1 ? Interval(row.value(p, row.representative[g], t))
+                                                     : enclose(row.value_sums[g][static_cast<std::size_t>(t)]);
       numerator += u[g] * values;
     }
     result.out[static_cast<std::size_t>(t)] = numerator / sum_u;
@@ -89,8 +87,8 @@ RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights, 
 }
 
 bool column_is_finite(const Problem& p, const ExactRow& row, int t) {
-  for (int j : row.visible)
-    if (!std::isfinite(p.value_row(row.index.batch, row.kv_head, j)[t])) return false;
+  for (std::size_t j = 0; j < row.visible.size(); ++j)
+    if (!std::isfinite(row.value(p, j, t))) return false;
   return true;
 }
 
@@ -116,11 +114,13 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
   result.lse = round_to_format(-std::numeric_limits<double>::infinity(), options.target);
 
   ExactRow row = prepare_row(p, r);
-  if (row.visible.empty()) return result;  // fully masked: exact zeros, lse -inf
+  // Fully masked without a sink: exact zeros, lse -inf. (With a sink the
+  // evaluation below gives exact zeros and lse = sigma.)
+  if (row.visible.empty()) return result;
   if (row.nonfinite_logits) {
     for (double& o : result.out) o = kNaN;
     for (int j : row.visible)
-      if (options.weights) result.weights[static_cast<std::size_t>(j)] = kNaN;
+      if (options.weights && j != kSinkKey) result.weights[static_cast<std::size_t>(j)] = kNaN;
     result.lse = kNaN;
     return result;
   }
@@ -128,7 +128,8 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
   std::vector<Pending> pending;
   if (options.weights)
     for (std::size_t j = 0; j < row.visible.size(); ++j)
-      pending.push_back({&result.weights[static_cast<std::size_t>(row.visible[j])], Pending::Kind::weight, j});
+      if (row.visible[j] != kSinkKey)
+        pending.push_back({&result.weights[static_cast<std::size_t>(row.visible[j])], Pending::Kind::weight, j});
   std::vector<char> wanted_column(static_cast<std::size_t>(p.dims.d_v), options.columns.empty());
   for (int t : options.columns) wanted_column.at(static_cast<std::size_t>(t)) = 1;
   for (int t = 0; t < p.dims.d_v; ++t) {

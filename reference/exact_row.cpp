@@ -61,13 +61,13 @@ void group_equal_logits(const Problem& p, ExactRow& row) {
     ++row.group_size.back();
   }
   row.value_sums.resize(row.representative.size());
-  std::vector<std::vector<double>> members(row.representative.size());
-  for (std::size_t j = 0; j < n; ++j) members[row.group_of[j]].push_back(static_cast<double>(row.visible[j]));
+  std::vector<std::vector<std::size_t>> members(row.representative.size());
+  for (std::size_t j = 0; j < n; ++j) members[row.group_of[j]].push_back(j);
   for (std::size_t g = 0; g < members.size(); ++g) {
     if (members[g].size() < 2) continue;
     for (int t = 0; t < p.dims.d_v; ++t) {
       std::vector<double> column;
-      for (double key : members[g]) column.push_back(p.value_row(row.index.batch, row.kv_head, static_cast<int>(key))[t]);
+      for (std::size_t j : members[g]) column.push_back(row.value(p, j, t));
       row.value_sums[g].push_back(exact_dot(column, std::vector<double>(column.size(), 1.0)));
     }
   }
@@ -134,6 +134,12 @@ ExactRow prepare_row(const Problem& p, RowIndex r) {
       continue;
     }
     row.dot.push_back(exact_dot(q, k));
+  }
+  if (const std::optional<double> sink = p.sink(r)) {
+    row.visible.push_back(kSinkKey);
+    const double zero[] = {0.0}, terms[] = {*sink}, ones[] = {1.0};
+    row.dot.push_back(exact_dot(zero, zero));
+    row.additive.push_back(exact_dot(terms, ones));
   }
   if (row.nonfinite_logits || row.visible.empty()) return row;
   group_equal_logits(p, row);
@@ -206,7 +212,7 @@ ExactForms exact_forms(const Problem& p, const ExactRow& row) {
     for (const auto& group : groups) {
       Rational sum = 0;
       for (std::size_t j : group) {
-        const double value = p.value_row(row.index.batch, row.kv_head, row.visible[j])[t];
+        const double value = row.value(p, j, t);
         if (!std::isfinite(value)) return std::nullopt;  // a NaN column, decided elsewhere
         sum += exact_rational(value);
       }

@@ -12,10 +12,17 @@
 
 namespace attnspec {
 
+// A row's sink (spec/SPEC.md section 2.3) is one more term of its
+// softmax: exactly a key with q . k = 0 (so a logit of 0 whatever the scale
+// and softcap), additive term sigma and a value row of zeros, whose weight
+// is not an output. The row holds it as such a key, after the real ones,
+// at position kSinkKey; everything below then needs no case of its own.
+inline constexpr int kSinkKey = -1;
+
 struct ExactRow {
   RowIndex index;
   int kv_head = 0;
-  std::vector<int> visible;   // key positions, ascending
+  std::vector<int> visible;   // key positions, ascending; then kSinkKey if the row has a sink
   std::vector<Real> dot;      // exact q . k_j for each visible key
   std::vector<Real> additive;  // each visible key's mask value plus ALiBi bias, exactly
   bool nonfinite_logits = false;   // a NaN or infinity in q or a visible key
@@ -28,6 +35,12 @@ struct ExactRow {
   std::vector<std::size_t> representative;  // per group: its first visible key
   std::vector<long> group_size;
   std::vector<std::vector<Real>> value_sums;  // per group of two or more: exact column sums
+
+  bool has_sink() const { return !visible.empty() && visible.back() == kSinkKey; }
+  // V[visible[j]][t], or 0 for the sink.
+  double value(const Problem& p, std::size_t j, int t) const {
+    return visible[j] == kSinkKey ? 0.0 : p.value_row(index.batch, kv_head, visible[j])[static_cast<std::size_t>(t)];
+  }
 };
 
 ExactRow prepare_row(const Problem& p, RowIndex r);

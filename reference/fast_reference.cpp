@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 
 #include "reference/bounded_exp.hpp"
@@ -57,6 +58,7 @@ struct RowInputs {
   std::vector<int> visible;     // keys visible to the row
   std::vector<Real> logits;     // computed logits of the visible keys
   Real logit_error = 0;         // bound on |computed - exact| over the visible keys
+  std::optional<Real> sink;     // the row's sink logit (exact: a float32 value), if it has one
   bool finite = true;           // every logit finite (else the exact path, or the rule below)
   bool nonfinite_query_or_key = false;  // a NaN or infinity in q or a visible key: all NaN (SPEC 2.3)
 };
@@ -133,6 +135,7 @@ RowInputs<Real> row_logits(const Problem& p, RowIndex r) {
     in.logits.push_back(logit);
   }
   in.logit_error = worst * (1 + (d + 8) * ur) * kSafety;  // the bound's own roundings
+  if (const std::optional<double> sink = p.sink(r)) in.sink = static_cast<Real>(*sink);
   return in;
 }
 
@@ -227,7 +230,10 @@ FastRow enclose(const Problem& p, RowIndex r) {
   row.lse = -std::numeric_limits<double>::infinity();
 
   const RowInputs<Real> in = row_logits<Real>(p, r);
-  if (in.visible.empty()) return row;  // no visible key: exactly 0 (SPEC section 2.3)
+  if (in.visible.empty()) {  // no visible key: exactly 0, lse -inf or the sink's (SPEC section 2.3)
+    if (in.sink) row.lse = static_cast<double>(*in.sink);
+    return row;
+  }
   if (in.nonfinite_query_or_key) {
     // SPEC section 2.3: every output, visible weight and the lse are NaN,
     // exactly as the exact path has them (reference/exact_row.cpp).
@@ -243,7 +249,10 @@ FastRow enclose(const Problem& p, RowIndex r) {
   }
 
   const std::size_t n = in.visible.size();
-  const Real shift = *std::max_element(in.logits.begin(), in.logits.end());
+  // The sink is one more term of the denominator with an exact logit
+  // (reference/exact_row.hpp): it joins the shift, so the largest term is
+  // still exp(0) = 1.
+  const Real shift = std::max(*std::max_element(in.logits.begin(), in.logits.end()), in.sink.value_or(-INFINITY));
   // Weights exp(x_j - shift) * (1 + rho_j): the shifted argument is off by
   // at most logit_error + u |a_j| (the subtraction), which bounded_exp's
   // own error multiplies.
@@ -259,19 +268,35 @@ FastRow enclose(const Problem& p, RowIndex r) {
     argument_error = std::max(argument_error, ur * std::fabs(a));
     weight[j] = RungArithmetic<Real>::exp(a);
   }
+  Real sink_weight = 0;
+  if (in.sink) {
+    const Real a = *in.sink - shift;
+    if (a < RungArithmetic<Real>::exp_min) {
+      tiny += 1;
+    } else {
+      argument_error = std::max(argument_error, ur * std::fabs(a));
+      sink_weight = RungArithmetic<Real>::exp(a);
+    }
+  }
+  const std::size_t terms = n + (in.sink ? 1 : 0);  // of the denominator
   const Real eta = in.logit_error + argument_error * kSafety;
   const Real rho = (std::expm1(eta) * (1 + exp_error) + exp_error) * kSafety;
   // The running bounds below are at most gamma of the longest chain of
   // additions times the magnitudes; when that is not small, the first-order
   // treatment of products of error factors is not safe.
   const Real sum_gamma =
-      gamma(static_cast<double>(kSumKeyBlock + (n + kSumKeyBlock - 1) / kSumKeyBlock + 1), static_cast<double>(ur));
+      gamma(static_cast<double>(kSumKeyBlock + (n + kSumKeyBlock - 1) / kSumKeyBlock + 1 + (in.sink ? 1 : 0)),
+            static_cast<double>(ur));
   if (!(rho < 0x1p-20) || !(sum_gamma < 0x1p-20)) {
     enclose_exactly(p, r, row);
     return row;
   }
 
-  const WeightedSums<Real> sums = weighted_sums<Real>(p, r, in.visible, weight);
+  WeightedSums<Real> sums = weighted_sums<Real>(p, r, in.visible, weight);
+  if (in.sink) {  // one more addition, in the running bound as the others
+    sums.denominator += sink_weight;
+    sums.denominator_partials += sums.denominator;
+  }
   // A non-finite magnitude: a NaN or infinite value (that column is NaN,
   // SPEC section 2.3), or overflow (the exact path's). The largest |V| of
   // a column is needed only for the tiny weights' absolute error.
@@ -289,7 +314,7 @@ FastRow enclose(const Problem& p, RowIndex r) {
     }
   // denominator >= 1: the largest logit's weight is exp(0) = 1 exactly.
   const Real denominator = sums.denominator;
-  const Real chain = 1 + (n + 4) * ur;  // the running bounds' own roundings
+  const Real chain = 1 + (terms + 4) * ur;  // the running bounds' own roundings
   const Real second_order = 1 + 2 * rho + 2 * sum_gamma;
   const Real denominator_error =
       (ur * sums.denominator_partials * chain + rho * denominator + tiny * RungArithmetic<Real>::tiny_term) *
@@ -373,6 +398,7 @@ FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target) {
       for (std::size_t t = 0; t < dv; ++t) {
         extended.out[t] = extended.out_double[t];
         if (std::isnan(extended.out_double[t])) continue;  // exactly NaN (SPEC section 2.3)
+        if (extended.out_double[t] == 0 && extended.out_error[t] == 0) continue;  // exactly 0
         if (!float64_rounding_is_decided(extended.out_double[t], extended.out_low[t], extended.out_error[t]))
           undecided.push_back(static_cast<int>(t));
       }

@@ -183,6 +183,16 @@ std::vector<std::string> validate(const Problem& p) {
         break;
       }
   }
+  if (!p.sinks.empty()) {
+    if (p.sinks.size() != static_cast<std::size_t>(d.q_heads))
+      errors.push_back("sinks: expected " + std::to_string(d.q_heads) + " values ([Hq]), got " +
+                       std::to_string(p.sinks.size()));
+    for (double sink : p.sinks)
+      if (!(sink == -INFINITY || (std::isfinite(sink) && static_cast<double>(static_cast<float>(sink)) == sink))) {
+        errors.push_back("sinks: expected float32 values, finite or -inf, got " + std::to_string(sink));
+        break;
+      }
+  }
   if (p.window) {
     if (p.window->left && *p.window->left < 0)
       errors.push_back("window.left: expected null (unbounded) or an integer >= 0, got " + std::to_string(*p.window->left));

@@ -4,6 +4,7 @@
 // broadcasting, GQA mapping and visibility rules live in one place.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -85,6 +86,12 @@ struct Problem {
   Causal causal = Causal::none;
   std::optional<Window> window;  // intersected with causal masking and the mask
   std::optional<Alibi> alibi;
+  // Attention sinks (spec/SPEC.md section 2.3): per query head a logit
+  // sigma_h that joins the softmax's denominator, exp(sigma_h) + sum_j
+  // exp(x_j), and contributes no value. It is compared with the scaled,
+  // capped, masked logits and is never scaled itself. float32 values (the
+  // peers' dtype for them), finite or -inf (no sink for that head).
+  std::vector<double> sinks;  // [Hq]; empty: no sinks
   MaskKind mask_kind = MaskKind::none;
   int mask_batch = 1;  // 1 (broadcast) or batch
   int mask_heads = 1;  // 1 (broadcast) or q_heads
@@ -114,6 +121,12 @@ struct Problem {
   // What a kernel adds to the capped logit: mask value plus ALiBi bias,
   // summed in double (the reference keeps the two apart, exactly).
   double logit_offset(RowIndex r, int key) const { return mask_value(r, key) + alibi_bias(r, key); }
+  // The row's sink logit, or nullopt when there is none (no sinks, or -inf
+  // for its head: exp(-inf) = 0 adds nothing).
+  std::optional<double> sink(RowIndex r) const {
+    if (sinks.empty() || sinks[static_cast<std::size_t>(r.head)] == -INFINITY) return std::nullopt;
+    return sinks[static_cast<std::size_t>(r.head)];
+  }
 
   std::size_t rows() const;  // B * Hq * L
   std::size_t out_size() const { return rows() * static_cast<std::size_t>(dims.d_v); }

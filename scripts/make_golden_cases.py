@@ -50,7 +50,7 @@ def tensor(nested):
 
 
 def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mask=None, source=None, window=None,
-              alibi=None):
+              alibi=None, sinks=None):
     """case.json fields; sizes are read off the arrays' shapes."""
     (B, Hq, L, dk), (_, Hkv, S, _), (_, _, _, dv) = q[0], k[0], v[0]
     provenance = {"generator": GENERATOR, "checks": checks}
@@ -59,7 +59,7 @@ def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mas
     return {
         "dtype": dtype, "batch": B, "q_heads": Hq, "kv_heads": Hkv, "q_len": L, "kv_len": S,
         "d_k": dk, "d_v": dv, "scale": scale, "softcap": softcap, "causal": causal,
-        "mask": mask, "window": window, "alibi": alibi, "provenance": provenance,
+        "mask": mask, "window": window, "alibi": alibi, "sinks": sinks, "provenance": provenance,
     }
 
 
@@ -268,6 +268,38 @@ def alibi():
     return meta, q, k, v, None, check, slopes
 
 
+def sinks():
+    # A zero query: every logit is 0 and the weights depend on the sinks
+    # alone. d_k = 4, so the default scale is 1/2: a kernel that scales the
+    # sink (head 2's 2 into 1) is off. V[j] = j over S = 3 keys; row 1 of
+    # every head is fully masked. Head 0 (sink 0 = the logits): four equal
+    # terms, output exactly (0 + 1 + 2) / 4, lse ln 4. Head 1 (-inf: no
+    # sink): output exactly 1, lse ln 3. Head 2 (sink 2): output
+    # 3 / (3 + e^2), lse ln(3 + e^2). Fully masked rows output exactly 0,
+    # with lse the sink (0, -inf, 2).
+    q = tensor([[[[0.0] * 4, [0.0] * 4]] * 3])
+    k = tensor([[[[1.0, -2.0, 0.5, 0.0], [0.25, 1.0, -1.0, 2.0], [-0.5, 0.0, 3.0, 1.0]]]])
+    v = tensor([[[[0.0], [1.0], [2.0]]]])
+    mask = tensor([[[[True, True, True], [False, False, False]]]])
+    sink_logits = [0.0, -INF, 2.0]
+
+    def check(results, case):
+        out, lse = values(results, "out"), values(results, "lse")
+        e2 = math.exp(2)
+        assert out[0] == 0.75 and results.out[0].exact, "sink equal to the logits: a fourth term, 3/4 exactly"
+        assert out[2] == 1.0 and results.out[2].exact, "-inf: no sink"
+        assert_close(out[4:5], [3 / (3 + e2)], 12, "sink 2: 3 / (3 + e^2)")
+        assert out[1::2] == [0.0, 0.0, 0.0], "fully masked rows: exactly 0"
+        assert_close([lse[0], lse[2], lse[4]], [math.log(4), math.log(3), math.log(3 + e2)], 12, "lse")
+        assert lse[1::2] == [0.0, -math.inf, 2.0], "a fully masked row's lse is its sink"
+
+    meta = make_meta("float32", q, k, v, mask="bool", sinks=True,
+                     checks="attention sinks (0, -inf, 2), zero query, d_k = 4 (scale 1/2, never applied to "
+                            "the sink), V[j] = j, row 1 fully masked: outputs 3/4 exactly, 1 exactly, "
+                            "3 / (3 + e^2); fully masked rows 0 with lse 0, -inf, 2")
+    return meta, q, k, v, mask, check, None, sink_logits
+
+
 def dv_ne_dk():
     q = tensor([[[[1.0, -0.5, 2.0], [0.25, 1.5, -1.0]]]])
     k = tensor([[[[0.5, 1.0, -1.0], [2.0, 0.0, 0.5], [-1.5, 1.0, 1.0], [1.0, 1.0, 1.0]]]])
@@ -465,7 +497,7 @@ def subnormal_output():
 
 CASES = [
     seed_matrix, seed_two_keys, seed_zero_query, gqa, causal_top_left, causal_bottom_right,
-    causal_bottom_right_long_q, sliding_window, alibi, dv_ne_dk, fully_masked_row, softcap, additive_mask,
+    causal_bottom_right_long_q, sliding_window, alibi, sinks, dv_ne_dk, fully_masked_row, softcap, additive_mask,
     explicit_scale, midpoint_tie, bfloat16_inputs, float8_e4m3fn_inputs, single_key,
     subnormal_output,
 ]
@@ -481,9 +513,11 @@ def main():
     for build in CASES:
         name = build.__name__
         case_start = time.perf_counter()
-        meta, q, k, v, mask, check, *slopes = build()  # ALiBi cases add their slopes
+        meta, q, k, v, mask, check, *extra = build()  # ALiBi cases add their slopes, sink cases then their sinks
+        slopes = extra[0] if extra else None
+        sink_logits = extra[1] if len(extra) > 1 else None
         case_dir = os.path.join(args.out, name)
-        ir.write_case(case_dir, meta, q, k, v, mask, slopes[0] if slopes else None)
+        ir.write_case(case_dir, meta, q, k, v, mask, slopes, sink_logits)
         results = ir.write_expected(case_dir)
         check(results, ir.read_case(case_dir))
         print(f"{name}: ok ({time.perf_counter() - case_start:.2f} s)")

@@ -19,6 +19,7 @@ constexpr std::array kClauses = {
     Clause{"CAUSAL", "causal masking follows the declared alignment when L != S", ClauseKind::semantic, kNeedsCausal},
     Clause{"WINDOW", "a sliding window equals its band as a bool mask; keys outside it, NaN or not, change nothing", ClauseKind::semantic, kNeedsWindow},
     Clause{"ALIBI", "ALiBi adds -slope |i + off - j| after the scale and softcap, as the same bias given as an additive mask", ClauseKind::semantic, kNeedsAlibi},
+    Clause{"SINK", "a sink adds exp(sigma_h) to the denominator and nothing to the output, as one more key of logit sigma_h and value 0", ClauseKind::semantic, kNeedsSinks},
     Clause{"FULLMASK", "a row with every key blocked outputs exactly 0", ClauseKind::semantic, kNeedsBoolMask},
     Clause{"PERMQ", "permuting query rows permutes output rows", ClauseKind::semantic, kNeedsNothing},
     Clause{"PERMKV", "permuting keys and values together leaves the output unchanged", ClauseKind::semantic, kNeedsNothing},
@@ -70,6 +71,7 @@ std::string skip_reason(const Clause& clause, const Capabilities& c) {
   lacks(kNeedsCausal, c.causal_top_left || c.causal_bottom_right, "causal masking");
   lacks(kNeedsWindow, c.window_top_left || c.window_bottom_right, "sliding windows");
   lacks(kNeedsAlibi, c.alibi_top_left || c.alibi_bottom_right, "ALiBi");
+  lacks(kNeedsSinks, c.sinks, "attention sinks");
   lacks(kNeedsGqa, c.gqa, "GQA");
   lacks(kNeedsExplicitScale, c.explicit_scale, "an explicit scale");
   lacks(kNeedsSoftcap, c.softcap, "softcap");

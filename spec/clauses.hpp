@@ -34,6 +34,7 @@ enum Need : unsigned {
   kNeedsLse = 1u << 6,
   kNeedsWindow = 1u << 7,  // either alignment
   kNeedsAlibi = 1u << 8,   // either alignment
+  kNeedsSinks = 1u << 9,
 };
 
 struct Clause {

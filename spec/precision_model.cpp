@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace attnspec {
 namespace {
@@ -32,8 +33,11 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   std::vector<int> visible;
   for (int j = 0; j < d.kv_len; ++j)
     if (p.visible(r, j)) visible.push_back(j);
-  const double n = static_cast<double>(visible.size());
-  if (visible.empty()) return bound;  // the output must be exactly 0
+  // A sink is one more term of the normaliser, with an exact logit and a
+  // value of 0 (SPEC 6.4): n counts it.
+  const std::optional<double> sink = p.sink(r);
+  const double n = static_cast<double>(visible.size()) + (sink ? 1 : 0);
+  if (visible.empty() && !sink) return bound;  // the output must be exactly 0
 
   // 6.2: Delta.
   const double s = p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(d.d_k));
@@ -70,7 +74,17 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
     logit_max = std::max(logit_max, logit[i]);
     logit_scale_max = std::max(logit_scale_max, bound.logit_scale[static_cast<std::size_t>(j)]);
   }
+  if (sink) {
+    // The sink's logit is exact (a float32 value); converting it to F_acc
+    // costs at most one rounding (6.2).
+    delta = std::max(delta, u * std::fabs(*sink));
+    bound.sink_weight = std::exp(*sink - exact_lse);
+  }
   bound.logit_error = delta;
+  if (sink) {
+    logit_max = std::max(logit_max, *sink);
+    logit_scale_max = std::max(logit_scale_max, std::fabs(*sink));
+  }
 
   // 6.4: the normaliser's factor and eta_j; x_max - x_j from the weights.
   const double g6 = gamma(6 * n + 2, u);
@@ -78,6 +92,7 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   const bool valid = 6 * n * u < 1 && normaliser_low > 0;
   double w_max = 0;
   for (int j : visible) w_max = std::max(w_max, exact_weights[static_cast<std::size_t>(j)]);
+  w_max = std::max(w_max, bound.sink_weight);
   // The bound's own double evaluation: sums of at most n + d_k positive
   // terms, each a product of a few factors.
   const double margin = 1 + 4 * (n + d.d_k + 16) * kDoubleU;

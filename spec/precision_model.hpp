@@ -30,6 +30,9 @@ struct RowBound {
   // on their computed weights (SPEC 6.4): where it is not tiny, the tight
   // tier's first-order model does not hold.
   double underflowed_weights = 0;
+  // The sink's exact weight exp(sigma - lse) (0 without one): a term of the
+  // normaliser with a value of 0 (SPEC 6.4).
+  double sink_weight = 0;
 };
 
 // The roundings of a logit besides its dot product's d_k (SPEC 6.2): the

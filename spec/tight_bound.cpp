@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace attnspec {
 namespace {
 
 constexpr double kDoubleU = 0x1p-53;
+constexpr int kSinkIndex = -1;  // Key::index of the row's sink (SPEC 6.4: a term with value 0)
 
 struct Key {
   int index;
@@ -63,6 +65,16 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
     const double* values = p.value_row(r.batch, g, j).data();
     for (std::size_t t = 0; t < dv; ++t) largest_value[t] = std::max(largest_value[t], std::fabs(values[t]));
   }
+  const std::optional<double> sink = p.sink(r);
+  if (sink) {
+    // Exact in float32: converted to the arithmetic's format and stored,
+    // one rounding each at most.
+    ++n;
+    const double logit_error = (u + u_s) * std::fabs(*sink);
+    delta = std::max(delta, logit_error);
+    w_max = std::max(w_max, worst.sink_weight);
+    if (worst.sink_weight > 0) keys.push_back({kSinkIndex, worst.sink_weight, 0, logit_error, 0});
+  }
   if (keys.empty()) return bound;
   double mean_alpha = 0, max_alpha = 0;
   for (Key& k : keys) {
@@ -110,17 +122,20 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
   const double split_merge = 2 * u * (std::log(n) + 4);
   const double dot_steps = d.d_k + 1;
   const double gamma_shared = gamma(logit_roundings(p), u);
+  const std::vector<double> no_values(dv, 0.0);  // the sink's
   std::size_t cluster = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const Key& k = keys[i];
-    const double* values = p.value_row(r.batch, g, k.index).data();
+    const bool is_sink = k.index == kSinkIndex;
+    const double* values = is_sink ? no_values.data() : p.value_row(r.batch, g, k.index).data();
     const double w = k.weight;
-    const double magnitude = worst.logit_scale[static_cast<std::size_t>(k.index)];
-    const double dot = u * worst.dot_scale[static_cast<std::size_t>(k.index)];
+    const double dot_scale = is_sink ? 0.0 : worst.dot_scale[static_cast<std::size_t>(k.index)];
+    const double magnitude = is_sink ? std::fabs(*sink) : worst.logit_scale[static_cast<std::size_t>(k.index)];
+    const double dot = u * dot_scale;
     // The scaled query's roundings are the row's, shared by every key, and
     // the scaled keys' are identical wherever two keys share a component
     // value: both in the worst case, with the other shared roundings.
-    const double scaled_dot = scaled_inputs * worst.dot_scale[static_cast<std::size_t>(k.index)];
+    const double scaled_dot = scaled_inputs * dot_scale;
     const double shared_j = gamma_shared * magnitude + split_merge + scaled_dot;
     const double rest = u * (k.gap + 2 * delta + 4);
     const double stored_logit = u_s * (magnitude + k.logit_error);

@@ -250,8 +250,8 @@ TEST(Audit, BuiltinKernelOnASmallShape) {
   std::filesystem::remove_all(dir);
 }
 
-// Sampled rows keep their positions: with 12 of 40 rows sampled, a window,
-// causal masking and ALiBi that moved with the row index (the sample's L
+// Sampled rows keep their positions (and their heads' sinks): with 12 of
+// 40 rows sampled, a window, causal masking and ALiBi that moved with the row index (the sample's L
 // is 12, not 40) would give the naive yardstick another function, with
 // errors of order 1 against the reference; kept, it is as precise as the
 // kernel itself (the same float64 composition).
@@ -263,13 +263,17 @@ TEST(Audit, SampledRowsKeepTheirPositions) {
   options.causal = Causal::bottom_right;
   options.window = Window{7, std::nullopt, Alignment::top_left};
   options.alibi = Alignment::bottom_right;
+  options.sink = 1.5;
   const AuditResult r = run_audit(*kernel, "naive-f64", options);
   const AuditPoint& p = r.points.front();
   EXPECT_EQ(p.checked_rows, 24u);
   EXPECT_EQ(p.bound.outside, 0u);
   EXPECT_LE(p.kernel.componentwise.max, 8);
   EXPECT_LE(p.naive.componentwise.max, 8);
-  EXPECT_EQ(r.positions, "causal bottom_right; window (7, unbounded) top_left; ALiBi (the paper's slopes) bottom_right");
+  EXPECT_EQ(r.positions,
+            "causal bottom_right; window (7, unbounded) top_left; ALiBi (the paper's slopes) bottom_right; sink 1.5 for "
+            "every head");
+  EXPECT_EQ(p.worst.case_problem.sinks, std::vector<double>{1.5});
   EXPECT_NE(audit_markdown(r, "worst").find("positions: causal bottom_right"), std::string::npos);
   // The worst row alone, positions as an additive mask, is still that row.
   ErrorStats stats;
@@ -287,6 +291,11 @@ TEST(Audit, KernelsWithoutAFeatureAreRefused) {
   caps.window_bottom_right = false;
   EXPECT_EQ(missing_capabilities(caps, audit_positions(options.shape, options)),
             std::vector<std::string>{"needs a sliding window, bottom_right"});
+  options.window.reset();
+  options.sink = 0.0;
+  caps.sinks = false;
+  EXPECT_EQ(missing_capabilities(caps, audit_positions(options.shape, options)),
+            std::vector<std::string>{"needs attention sinks"});
 }
 
 TEST(Audit, SweepFitsAGrowthExponent) {

@@ -108,6 +108,7 @@ TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
   const nlohmann::json without_window = read_json();
   c.problem.window = Window{1, 2, Alignment::bottom_right};
   c.problem.alibi = Alibi{{0.5, 0.25, 0.125, 0.0625}, false, Alignment::top_left};
+  c.problem.sinks = {0.5, -INFINITY, 3, -2};
   save_case(c, dir_);
   const nlohmann::json with_window = read_json();
   EXPECT_EQ(keys(with_window), keys(schema.at("properties")));
@@ -154,6 +155,42 @@ TEST_F(CaseIo, BadAlibiIsNamed) {
   j.erase("alibi");
   write_json(j);
   expect_error("alibi_slopes.npy", "", "no \"alibi\"");
+}
+
+TEST_F(CaseIo, SinksRoundTrip) {
+  Case original = sample_case();  // Hq = 4
+  original.problem.sinks = {0.5, -INFINITY, 100, -0x1p-20};
+  save_case(original, dir_);
+  EXPECT_EQ(read_json()["sinks"], true);
+  EXPECT_EQ(load_case(dir_).problem.sinks, original.problem.sinks);
+  original.problem.sinks.clear();
+  save_case(original, dir_);
+  EXPECT_FALSE(fs::exists(dir_ / "sinks.npy"));
+  EXPECT_TRUE(load_case(dir_).problem.sinks.empty());
+}
+
+TEST_F(CaseIo, BadSinksAreNamed) {
+  Case c = sample_case();
+  c.problem.sinks = {0.5, 0.25, 0.125, 0.0625};
+  save_case(c, dir_);
+  const nlohmann::json good = read_json();
+  nlohmann::json j = good;
+  j["sinks"] = "yes";
+  write_json(j);
+  expect_error("case.json", "sinks", "true, false or null");
+  write_json(good);
+  write_npy(dir_ / "sinks.npy", {NpyDtype::float64, {3}, {0.5, 0.25, 0.125}});
+  expect_error("sinks.npy", "shape", "[4]");
+  write_npy(dir_ / "sinks.npy", {NpyDtype::float64, {4}, {0.5, NAN, 0.125, 0.0625}});
+  expect_error("sinks.npy", "values", "head 1");
+  write_npy(dir_ / "sinks.npy", {NpyDtype::float64, {4}, {0.5, 0.25, INFINITY, 0.0625}});
+  expect_error("sinks.npy", "values", "finite or -inf");
+  write_npy(dir_ / "sinks.npy", {NpyDtype::float64, {4}, {0.1, 0.25, 0.125, 0.0625}});
+  expect_error("sinks.npy", "values", "float32");
+  j = good;
+  j["sinks"] = false;
+  write_json(j);
+  expect_error("sinks.npy", "", "no \"sinks\": true");
 }
 
 TEST_F(CaseIo, BadWindowsAreNamed) {

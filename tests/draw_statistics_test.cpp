@@ -4,6 +4,7 @@
 // full-precision inputs, checked in the quick and ci profiles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -47,6 +48,8 @@ struct Shares {
   int windowed = 0;         // a sliding window
   int window_blocks = 0;    // a window that blocks some key of some row
   int alibi = 0;            // ALiBi biases
+  int sinks = 0;            // attention sinks
+  int large_sinks = 0;      // a sink of 128 or more: past float32's exp range above the logits
 };
 
 Shares draw(const char* profile_name) {
@@ -75,18 +78,22 @@ Shares draw(const char* profile_name) {
       for (int j = 0; j < d.kv_len && !blocks; ++j) blocks = !p.in_window({0, 0, i}, j);
     s.window_blocks += blocks;
     s.alibi += p.alibi.has_value();
+    s.sinks += !p.sinks.empty();
+    s.large_sinks += std::any_of(p.sinks.begin(), p.sinks.end(), [](double sigma) { return sigma >= 128; });
   }
   std::printf("  %s: %d cases: %d small, %d tile, %d long; L >= 65: %d; partial 128-key tile: %d; d_k >= 32: %d; "
-              "d_v > 64: %d; full-precision inputs: %d; windows: %d (%d blocking a key); ALiBi: %d\n",
+              "d_v > 64: %d; full-precision inputs: %d; windows: %d (%d blocking a key); ALiBi: %d; sinks: %d (%d of "
+              "them >= 128)\n",
               profile_name, s.cases, s.small, s.tile, s.long_rows, s.long_queries, s.partial_key_tile, s.wide_keys,
-              s.wide_values, s.full_precision, s.windowed, s.window_blocks, s.alibi);
+              s.wide_values, s.full_precision, s.windowed, s.window_blocks, s.alibi, s.sinks, s.large_sinks);
   return s;
 }
 
 // The figures SPEC 7.1 states (seed 1 gives, in quick: 40 small, 60 tile;
 // L >= 65 in 42, a partial 128-key tile in 19, d_k >= 32 in 32, d_v > 64
-// in 24, full-precision inputs in 45, a window in 26, 17 of which block a
-// key, ALiBi in 33; in ci 30 long of 300), with slack.
+// in 24, full-precision inputs in 43, a window in 26, 17 of which block a
+// key, ALiBi in 33, sinks in 28, 5 of them 128 or more; in ci 30 long of
+// 300), with slack.
 TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {
   const Shares s = draw("quick");
   ASSERT_EQ(s.cases, 100);
@@ -101,6 +108,8 @@ TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {
   EXPECT_GE(s.windowed, 15);
   EXPECT_GE(s.window_blocks, 8);
   EXPECT_GE(s.alibi, 15);
+  EXPECT_GE(s.sinks, 15);
+  EXPECT_GE(s.large_sinks, 3);
 }
 
 TEST(DrawStatistics, CiProfileAddsLongRows) {

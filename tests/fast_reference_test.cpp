@@ -105,6 +105,11 @@ Problem random_problem(std::mt19937_64& random, int kind) {
   }
   if (random() % 4 == 0) p.causal = random() % 2 ? Causal::top_left : Causal::bottom_right;
   if (random() % 3 == 0) p.scale = std::ldexp(1.0 + static_cast<double>(random() % 7), -3);
+  if (random() % 3 == 0)  // sinks: a quarter, none (-inf), or one that outweighs every key
+    for (int h = 0; h < p.dims.q_heads; ++h) {
+      const auto kind = random() % 3;
+      p.sinks.push_back(kind == 0 ? std::ldexp(static_cast<double>(random() % 17) - 8, -2) : kind == 1 ? -INFINITY : 200.0);
+    }
   return p;
 }
 
@@ -131,11 +136,19 @@ TEST(FastReference, AgreesBitForBitWithTheMultiprecisionReference) {
         EXPECT_TRUE(same_value(fast.out[t], exact.out[t]))
             << "trial " << trial << " row " << flat << " column " << t << ": fast " << fast.out[t] << ", exact "
             << exact.out[t] << " (" << format_info(target).name << ")";
-        // The double approximation holds the exact value within its error
-        // (up to the half ulp of float64 rounding of `wide`).
-        EXPECT_LE(std::fabs(fast.out_double[t] - wide.out[t]), fast.out_error[t] + std::fabs(wide.out[t]) * 0x1p-53 + 0x1p-1074)
+        // The approximation (the pair out_double + out_low on the extended
+        // rung, which float64 targets take) holds the exact value within
+        // its error (up to the half ulp of float64 rounding of `wide`).
+        const long double approximation = static_cast<long double>(fast.out_double[t]) + fast.out_low[t];
+        EXPECT_LE(static_cast<double>(std::fabs(approximation - wide.out[t])),
+                  fast.out_error[t] + std::fabs(wide.out[t]) * 0x1p-53 + 0x1p-1074)
             << "trial " << trial << " row " << flat << " column " << t;
       }
+      if (std::isfinite(wide.lse))  // the lse's enclosure holds it too (sinks included)
+        EXPECT_LE(std::fabs(fast.lse - wide.lse), fast.lse_error + std::fabs(wide.lse) * 0x1p-53)
+            << "trial " << trial << " row " << flat << " lse";
+      else
+        EXPECT_TRUE(same_value(fast.lse, wide.lse)) << "trial " << trial << " row " << flat << " lse";
     }
   }
   // Most rows take the fast path.

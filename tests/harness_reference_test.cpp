@@ -90,6 +90,15 @@ Verdict judge(Kernel& kernel, const Problem& p, ReferencePath path) {
   return v;
 }
 
+// Whether some output's error against the float64-rounded exact result
+// lies within an ulp of that result of its bound.
+bool within_an_ulp_of_a_bound(Kernel& kernel, const Problem& p) {
+  const Evaluation e = evaluate(kernel, p, FullyMaskedRows::as_declared, ReferencePath::multiprecision);
+  for (std::size_t i = 0; i < e.bound.size(); ++i)
+    if (std::fabs(std::fabs(e.got.out[i] - e.ref.out[i]) - e.bound[i]) <= 0x1p-52 * std::fabs(e.ref.out[i])) return true;
+  return false;
+}
+
 TEST(HarnessReference, FastAndMultiprecisionPathsGiveTheSameVerdicts) {
   const std::vector<Problem> problems = problem_set();
   ASSERT_GE(problems.size(), 80u);
@@ -98,18 +107,28 @@ TEST(HarnessReference, FastAndMultiprecisionPathsGiveTheSameVerdicts) {
   kernels.push_back(std::make_unique<OffByUlps>());
   for (const MutantEntry& m : mutant_kernels())
     if (m.name == "mutant-weights-bf16" || m.name == "mutant-values-bf16") kernels.push_back(m.make());
-  int outside = 0, judged = 0;
+  int outside = 0, judged = 0, at_the_edge = 0;
   for (const auto& kernel : kernels)
     for (const Problem& p : problems) {
       const Verdict fast = judge(*kernel, p, ReferencePath::fast);
       const Verdict exact = judge(*kernel, p, ReferencePath::multiprecision);
+      // The multiprecision path's reference is the exact value rounded to
+      // float64, and the bound allows for that rounding (SPEC 6.5); the
+      // fast path compares with the exact value itself. So an error within
+      // an ulp of the bound may be judged either way, and nothing else.
+      if (fast.outputs_within != exact.outputs_within && within_an_ulp_of_a_bound(*kernel, p)) {
+        ++at_the_edge;
+        continue;
+      }
       EXPECT_EQ(fast.outputs_within, exact.outputs_within) << kernel->name();
       EXPECT_EQ(fast.lse_within, exact.lse_within) << kernel->name();
       outside += !exact.outputs_within;
       ++judged;
     }
-  std::printf("  %d verdicts, %d of them outside the bound, equal on both paths; %zu rows settled on the extended rung\n",
-              judged, outside, extended_rows);
+  std::printf("  %d verdicts, %d of them outside the bound, equal on both paths but %d within an ulp of a bound; "
+              "%zu rows settled on the extended rung\n",
+              judged, outside, at_the_edge, extended_rows);
+  EXPECT_LE(at_the_edge, 2);  // the edge is an ulp wide: rare
   EXPECT_GT(outside, 20);  // the set has failing verdicts to agree on, not only passes
   EXPECT_GT(extended_rows, 0u);  // and the extended rung took part
 }

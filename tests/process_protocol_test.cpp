@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 const std::string kGoodHello =
     R"({"protocol": 1, "name": "x", "formats": {"input": "float32", "accumulate": "float32", "output": "bfloat16"},
         "capabilities": {"masks": ["bool"], "causal": ["bottom_right"], "window": ["top_left"],
-                         "alibi": ["bottom_right"], "gqa": true,
+                         "alibi": ["bottom_right"], "sinks": true, "gqa": true,
                          "max_elements": 64}})";
 
 using testing::error_of;
@@ -40,6 +40,7 @@ TEST(ProcessProtocol, ParsesAHelloReply) {
   EXPECT_FALSE(info.capabilities.window_bottom_right);
   EXPECT_FALSE(info.capabilities.alibi_top_left);
   EXPECT_TRUE(info.capabilities.alibi_bottom_right);
+  EXPECT_TRUE(info.capabilities.sinks);
   EXPECT_TRUE(info.capabilities.gqa);
   EXPECT_FALSE(info.capabilities.softcap);  // left out: unsupported
   EXPECT_EQ(info.capabilities.max_elements, 64u);

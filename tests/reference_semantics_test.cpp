@@ -1,5 +1,5 @@
 // The reference implements the semantics of spec/SPEC.md §2: GQA head
-// mapping, both causal alignments, sliding windows, ALiBi, masks (bool = additive {0, -inf},
+// mapping, both causal alignments, sliding windows, ALiBi, sinks, masks (bool = additive {0, -inf},
 // broadcasting), fully masked rows, softcap order, the default scale, and
 // what NaN and infinity at visible and blocked positions do. Each test
 // compares two problems that the spec says are equal, or a closed form.
@@ -164,6 +164,50 @@ TEST(Semantics, AlibiIsItsBiasAsAnAdditiveMaskAfterTheSoftcap) {
   EXPECT_EQ(p.alibi_bias({0, 0, 0}, 4), -0.25);
   p.alibi->alignment = Alignment::top_left;
   EXPECT_EQ(p.alibi_bias({0, 0, 0}, 4), -1.0);
+}
+
+TEST(Semantics, SinkIsOneMoreKeyWithLogitSigmaAndValueZero) {
+  std::mt19937_64 random(8);
+  for (const bool softcap : {false, true}) {
+    const int L = 3, S = 4;
+    Problem sunk = random_problem(random, dims(1, 2, 1, L, S, 3, 2), FormatId::float32);
+    if (softcap) sunk.softcap = 1.5;
+    sunk.sinks = {0.75, -2.5};
+    sunk.mask_kind = MaskKind::boolean;
+    sunk.mask = std::vector<double>(static_cast<std::size_t>(L * S), 1.0);
+    for (int j = 0; j < S; ++j) sunk.mask[static_cast<std::size_t>(S + j)] = 0.0;  // row 1 sees no key
+    // Key S with k = 0 (a logit of 0 whatever the scale and softcap), an
+    // additive mask of the head's sink there, v = 0.
+    Problem keyed = sunk;
+    keyed.sinks.clear();
+    keyed.dims.kv_len = S + 1;
+    keyed.k.insert(keyed.k.end(), 3, 0.0);
+    keyed.v.insert(keyed.v.end(), 2, 0.0);
+    keyed.mask_kind = MaskKind::additive;
+    keyed.mask_heads = 2;
+    keyed.mask.clear();
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < L; ++i) {
+        for (int j = 0; j < S; ++j) keyed.mask.push_back(i == 1 ? -INFINITY : 0.0);
+        keyed.mask.push_back(sunk.sinks[static_cast<std::size_t>(h)]);
+      }
+    const ReferenceResult x = certified_attention(sunk), y = certified_attention(keyed);
+    expect_same(x.out, y.out, "out");
+    expect_same(x.lse, y.lse, "lse");
+    for (std::size_t row = 0; row < sunk.rows(); ++row)
+      for (std::size_t j = 0; j < static_cast<std::size_t>(S); ++j)
+        EXPECT_TRUE(same_value(x.weights[row * S + j], y.weights[row * (S + 1) + j])) << "row " << row << " key " << j;
+    // Row 1 has no visible key: output exactly 0, lse the sink.
+    EXPECT_EQ(x.lse[1], 0.75);
+    EXPECT_EQ(x.lse[L + 1], -2.5);
+    EXPECT_TRUE(same_value(x.out[2], 0.0));
+    EXPECT_TRUE(same_value(x.out[3], 0.0));
+  }
+  // A sink of -inf is no sink.
+  Problem p = random_problem(random, dims(2, 2, 2, 2, 3, 2, 2), FormatId::bfloat16);
+  Problem without = p;
+  p.sinks = {-INFINITY, -INFINITY};
+  expect_same_results(p, without);
 }
 
 TEST(Semantics, FullyMaskedRowsOutputZeroWithLseMinusInfinity) {

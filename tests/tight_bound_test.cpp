@@ -27,6 +27,7 @@ class RecursiveFloat32 final : public Kernel {
   Capabilities capabilities() const override {
     Capabilities c = full_capabilities();
     c.lse = false;
+    c.sinks = false;  // the loop below has none
     return c;
   }
   KernelResult run(const Problem& p) override {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace attnspec {
@@ -33,6 +34,12 @@ enum class Bug {
   alibi_signed,         // -slope (i + off - j) for keys right of the diagonal too: right under causal only
   alibi_top_left,       // every ALiBi bias aligned top-left, also when declared bottom_right
   alibi_kv_head,        // the slope of the kv head (h / group), not of the query head
+  sink_scaled,          // the sink multiplied by the softmax scale, as if it were q.k
+  sink_kv_head,         // the sink of the kv head (h / group), not of the query head
+  sink_lse_missing,     // lse of the keys alone, the sink left out (flash-attention #1973 class)
+  sink_empty_row,       // a row with no visible key returns lse -inf, not its sink (flash-attention #2752 class)
+  sink_outside_max,     // the sink left out of the running maximum: exp(sigma - m) overflows past 88
+  sink_every_tile,      // split-KV: every 32-key split adds the sink, not just one (FlashInfer adds it to the first)
   gqa_modulo,           // kv head h % Hkv (ONNX before v1.20)
   softcap_after_mask,   // the cap applied to masked logits (onnx#7865)
   weights_bf16,         // weights rounded to bfloat16 before P V in an fp32 kernel
@@ -72,6 +79,20 @@ double offset_under(const Problem& p, RowIndex r, int key, Bug bug, float scale)
   return p.mask_value(r, key) + (bug == Bug::alibi_before_scale ? bias * scale : bias);
 }
 
+bool is_sink_bug(Bug bug) {
+  return bug == Bug::sink_scaled || bug == Bug::sink_kv_head || bug == Bug::sink_lse_missing ||
+         bug == Bug::sink_empty_row || bug == Bug::sink_outside_max || bug == Bug::sink_every_tile;
+}
+
+// The row's sink as the bug reads it (nullopt: none).
+std::optional<float> sink_under(const Problem& p, RowIndex r, Bug bug, float scale) {
+  if (p.sinks.empty()) return std::nullopt;
+  const int head = bug == Bug::sink_kv_head ? p.kv_head_of(r.head) : r.head;
+  const double sigma = p.sinks[static_cast<std::size_t>(head)];
+  if (sigma == -INFINITY) return std::nullopt;
+  return static_cast<float>(bug == Bug::sink_scaled ? sigma * scale : sigma);
+}
+
 float dot(std::span<const double> a, std::span<const double> b) {
   float sum = 0;
   for (std::size_t t = 0; t < a.size(); ++t) sum += static_cast<float>(a[t]) * static_cast<float>(b[t]);
@@ -91,7 +112,13 @@ class MutantBase : public Kernel {
   MutantBase(std::string name, Bug bug) : name_(std::move(name)), bug_(bug) {}
   std::string name() const override { return name_; }
   KernelFormats formats() const override { return {FormatId::float32, FormatId::float32, FormatId::float32}; }
-  Capabilities capabilities() const override { return full_capabilities(); }
+  // Sinks only where the bug is one: the other mutants' draws stay those
+  // of a kernel without them.
+  Capabilities capabilities() const override {
+    Capabilities c = full_capabilities();
+    c.sinks = is_sink_bug(bug_);
+    return c;
+  }
 
  protected:
   std::string name_;
@@ -138,8 +165,12 @@ class RowKernel final : public MutantBase {
           float* w = &x[i * S];
           bool any = false;
           for (std::size_t j = 0; j < S; ++j) any = any || seen[i * S + j];
-          if (!any && bug_ != Bug::fullmask_nan) continue;  // exactly 0, lse -inf
-          if (bug_ != Bug::softmax_query_axis) normalise_row(w, S, seen.data() + i * S, result.lse[row]);
+          const std::optional<float> sink = sink_under(p, {b, h, i}, bug_, scale);
+          if (!any && bug_ != Bug::fullmask_nan) {  // exactly 0, lse -inf or the sink's
+            if (sink && bug_ != Bug::sink_empty_row) result.lse[row] = *sink;
+            continue;
+          }
+          if (bug_ != Bug::softmax_query_axis) normalise_row(w, S, seen.data() + i * S, sink, result.lse[row]);
           for (std::size_t j = 0; j < S; ++j) {
             if (!seen[i * S + j] && bug_ != Bug::nan_leak) continue;
             const float weight = bug_ == Bug::weights_bf16 ? static_cast<float>(round_to_format(w[j], FormatId::bfloat16)) : w[j];
@@ -154,10 +185,12 @@ class RowKernel final : public MutantBase {
   }
 
  private:
-  // Softmax in place over one row's keys; sets lse.
-  void normalise_row(float* x, std::size_t S, const char* seen, double& lse) const {
+  // Softmax in place over one row's keys, with the sink (if any) one more
+  // term of the denominator; sets lse.
+  void normalise_row(float* x, std::size_t S, const char* seen, std::optional<float> sink, double& lse) const {
     float max = kMinusInfinity;
     for (std::size_t j = 0; j < S; ++j) max = std::max(max, x[j]);
+    if (sink && bug_ != Bug::sink_outside_max) max = std::max(max, *sink);
     if (bug_ == Bug::no_max_shift) max = 0;
     float sum = 0;
     for (std::size_t j = 0; j < S; ++j) {
@@ -165,11 +198,13 @@ class RowKernel final : public MutantBase {
       if (bug_ == Bug::fp16_denominator) sum = static_cast<float>(round_to_format(sum + x[j], FormatId::float16));
       else sum += x[j];
     }
+    const float keys_sum = sum;
+    if (sink) sum += std::exp(*sink - max);
     for (std::size_t j = 0; j < S; ++j) {
       x[j] /= sum;
       if (bug_ == Bug::mask_after_softmax && !seen[j]) x[j] = 0;
     }
-    lse = static_cast<double>(max + std::log(sum));
+    lse = static_cast<double>(max + std::log(bug_ == Bug::sink_lse_missing ? keys_sum : sum));
   }
 
   // The softmax_query_axis bug: each key's column normalised over queries.
@@ -201,6 +236,7 @@ class TiledKernel final : public MutantBase {
       float max = kMinusInfinity, sum = 0;
       bool any = false;
       std::vector<float> acc(static_cast<std::size_t>(d.d_v), 0.0f);
+      const std::optional<float> sink = sink_under(p, r, bug_, scale);
       // drop_last_tile: the loop condition only admits whole tiles.
       for (int key0 = 0; bug_ == Bug::drop_last_tile ? key0 + kTile <= d.kv_len : key0 < d.kv_len; key0 += kTile) {
         const int key1 = std::min(key0 + kTile, d.kv_len);
@@ -215,7 +251,8 @@ class TiledKernel final : public MutantBase {
           tile_max = std::max(tile_max, x[static_cast<std::size_t>(j - key0)]);
         }
         if (tile_max == kMinusInfinity) continue;
-        const float new_max = std::max(max, tile_max);
+        float new_max = std::max(max, tile_max);
+        if (sink && bug_ == Bug::sink_every_tile) new_max = std::max(new_max, *sink);
         const float rescale = max == kMinusInfinity ? 0.0f : std::exp(max - new_max);
         sum *= rescale;
         if (bug_ != Bug::no_rescale)
@@ -227,9 +264,17 @@ class TiledKernel final : public MutantBase {
           const auto v = p.value_row(r.batch, g, j);
           for (int t = 0; t < d.d_v; ++t) acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(v[t]);
         }
+        if (sink && bug_ == Bug::sink_every_tile) sum += std::exp(*sink - new_max);  // each split its own sink
         max = new_max;
       }
+      if (!any && sink) result.lse[row] = *sink;
       if (!any || sum == 0) continue;
+      if (sink && bug_ != Bug::sink_every_tile) {  // the sink once, folded in at the end
+        const float new_max = std::max(max, *sink), rescale = std::exp(max - new_max);
+        sum = sum * rescale + std::exp(*sink - new_max);
+        for (float& a : acc) a *= rescale;
+        max = new_max;
+      }
       for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = acc[static_cast<std::size_t>(t)] / sum;
       result.lse[row] = static_cast<double>(max + std::log(sum));
     }
@@ -269,6 +314,14 @@ std::span<const MutantEntry> mutant_kernels() {
                     "ALiBi bias -slope (i + off - j), signed: keys right of the diagonal favoured", "ALIBI"),
     ATTNSPEC_MUTANT(RowKernel, alibi_top_left, "mutant-alibi-top-left", "every ALiBi bias aligned top-left", "ALIBI"),
     ATTNSPEC_MUTANT(RowKernel, alibi_kv_head, "mutant-alibi-kv-head", "ALiBi slope of the kv head, not the query head", "ALIBI"),
+    ATTNSPEC_MUTANT(RowKernel, sink_scaled, "mutant-sink-scaled", "the sink multiplied by the softmax scale", "SINK"),
+    ATTNSPEC_MUTANT(RowKernel, sink_kv_head, "mutant-sink-kv-head", "the sink of the kv head, not the query head", "SINK"),
+    ATTNSPEC_MUTANT(RowKernel, sink_lse_missing, "mutant-sink-lse-missing", "lse without the sink's term", "LSE"),
+    ATTNSPEC_MUTANT(RowKernel, sink_empty_row, "mutant-sink-empty-row",
+                    "a row with no visible key returns lse -inf, not its sink", "FULLMASK"),
+    ATTNSPEC_MUTANT(RowKernel, sink_outside_max, "mutant-sink-outside-max",
+                    "the sink left out of the maximum: exp(sigma - m) overflows", "SINK"),
+    ATTNSPEC_MUTANT(TiledKernel, sink_every_tile, "mutant-sink-every-tile", "every 32-key split adds the sink", "SINK"),
     ATTNSPEC_MUTANT(RowKernel, gqa_modulo, "mutant-gqa-modulo", "kv head h % Hkv instead of h / (Hq/Hkv)", "GQA"),
     ATTNSPEC_MUTANT(RowKernel, softcap_after_mask, "mutant-softcap-after-mask", "softcap applied after the mask", "SOFTCAP"),
     ATTNSPEC_MUTANT(RowKernel, weights_bf16, "mutant-weights-bf16", "weights rounded to bfloat16 before P V, fp32 claimed", "PREC"),

@@ -47,7 +47,11 @@ class BlockedKernel final : public Kernel {
     if (bug_ == TileBug::scaled_long_rows_bf16) return {FormatId::bfloat16, FormatId::bfloat16, FormatId::bfloat16};
     return {FormatId::float32, FormatId::float32, FormatId::float32};
   }
-  Capabilities capabilities() const override { return full_capabilities(); }
+  Capabilities capabilities() const override {
+    Capabilities c = full_capabilities();
+    c.sinks = false;  // none of these bugs is about sinks: their draws stay those of a kernel without them
+    return c;
+  }
 
   KernelResult run(const Problem& p) override {
     const Dims& d = p.dims;

@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace attnspec {
 namespace {
@@ -55,16 +56,21 @@ class NaiveKernel final : public Kernel {
           }
           const std::size_t row = p.row_flat(r);
           has_visible[static_cast<std::size_t>(i)] = any_visible;
+          // The sink: one more column of the softmax, with no value
+          // (gpt-oss' reference appends it to the logits and drops it after).
+          const std::optional<double> sink = p.sink(r);
+          const Scalar sink_logit = sink ? store(static_cast<Scalar>(*sink)) : minus_infinity;
           if (!any_visible) {
             for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = 0.0;
-            result.lse[row] = -std::numeric_limits<double>::infinity();
+            result.lse[row] = static_cast<double>(sink_logit);
             logits.row(i).setZero();
             continue;
           }
           // Eigen's maxCoeff skips NaN; a NaN logit must spoil the row.
-          const Scalar max = logits.row(i).hasNaN() ? std::numeric_limits<Scalar>::quiet_NaN() : logits.row(i).maxCoeff();
+          const Scalar max = logits.row(i).hasNaN() ? std::numeric_limits<Scalar>::quiet_NaN()
+                                                    : std::max(logits.row(i).maxCoeff(), sink_logit);
           logits.row(i) = (logits.row(i).array() - max).exp().matrix();
-          const Scalar sum = logits.row(i).sum();
+          const Scalar sum = logits.row(i).sum() + (sink ? std::exp(sink_logit - max) : Scalar(0));
           logits.row(i) /= sum;
           logits.row(i) = logits.row(i).unaryExpr([this](Scalar x) { return store(x); });
           result.lse[row] = static_cast<double>(max + std::log(sum));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -107,17 +108,27 @@ class OnlineKernel final : public Kernel {
       }
     }
     for (int i = first; i < last; ++i) {
-      const RowState& row = rows[static_cast<std::size_t>(i - first)];
+      RowState& row = rows[static_cast<std::size_t>(i - first)];
       const std::size_t flat = p.row_flat({b, h, i});
       if (row.nan_logit) {
         for (int t = 0; t < d.d_v; ++t) result.out[flat * d.d_v + t] = std::numeric_limits<double>::quiet_NaN();
         result.lse[flat] = std::numeric_limits<double>::quiet_NaN();
         continue;
       }
+      const std::optional<double> sink = p.sink({b, h, i});
       if (!row.any_visible) {
         for (int t = 0; t < d.d_v; ++t) result.out[flat * d.d_v + t] = 0.0;
-        result.lse[flat] = -std::numeric_limits<double>::infinity();
+        result.lse[flat] = sink ? *sink : -std::numeric_limits<double>::infinity();
         continue;
+      }
+      if (sink) {
+        // The sink joins the finished row as one more term with no value,
+        // inside the running maximum (FlashAttention 4's learnable sink).
+        const float sigma = static_cast<float>(*sink), new_max = std::max(row.max, sigma);
+        const float rescale = std::exp(row.max - new_max);
+        row.sum = row.sum * rescale + std::exp(sigma - new_max);
+        for (float& a : row.acc) a *= rescale;
+        row.max = new_max;
       }
       for (int t = 0; t < d.d_v; ++t)
         result.out[flat * d.d_v + t] = round_to_format(static_cast<double>(row.acc[static_cast<std::size_t>(t)] / row.sum), io_);
@@ -143,10 +154,17 @@ class OnlineKernel final : public Kernel {
     return {static_cast<int>(low), static_cast<int>(high)};
   }
 
+  // In 8 independent float32 lanes, then pairwise, as a SIMD or tensor-core
+  // kernel accumulates q.k: a single running sum loses about sqrt(d_k / 8)
+  // times more on wide heads, enough to fail PRECREL against the naive
+  // composition's blocked GEMM on long rows of large logits (seed 24 of
+  // the ci profile: 28 times its error at d_k = 160, S = 4178).
   static float dot(std::span<const double> a, std::span<const double> b) {
-    float sum = 0;
-    for (std::size_t t = 0; t < a.size(); ++t) sum += static_cast<float>(a[t]) * static_cast<float>(b[t]);
-    return sum;
+    float lanes[8] = {};
+    for (std::size_t t = 0; t < a.size(); ++t) lanes[t % 8] += static_cast<float>(a[t]) * static_cast<float>(b[t]);
+    for (std::size_t width = 4; width >= 1; width /= 2)
+      for (std::size_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+    return lanes[0];
   }
 
   FormatId io_;

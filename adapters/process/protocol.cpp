@@ -18,8 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 11> kCapabilityKeys = {
-    "masks", "causal", "window", "alibi", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows", "max_elements"};
+constexpr std::array<std::string_view, 12> kCapabilityKeys = {
+    "masks", "causal", "window", "alibi", "sinks", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows", "max_elements"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
@@ -91,7 +91,7 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
          formats.output == other.formats.output && a.bool_mask == b.bool_mask && a.additive_mask == b.additive_mask &&
          a.causal_top_left == b.causal_top_left && a.causal_bottom_right == b.causal_bottom_right &&
          a.window_top_left == b.window_top_left && a.window_bottom_right == b.window_bottom_right &&
-         a.alibi_top_left == b.alibi_top_left && a.alibi_bottom_right == b.alibi_bottom_right && a.gqa == b.gqa &&
+         a.alibi_top_left == b.alibi_top_left && a.alibi_bottom_right == b.alibi_bottom_right && a.sinks == b.sinks && a.gqa == b.gqa &&
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
          a.fully_masked_rows == b.fully_masked_rows &&
          a.max_elements == b.max_elements;
@@ -138,6 +138,7 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   c.window_bottom_right = has(window, "bottom_right");
   c.alibi_top_left = has(alibi, "top_left");
   c.alibi_bottom_right = has(alibi, "bottom_right");
+  c.sinks = get_bool(caps, "sinks", "capabilities.");
   c.gqa = get_bool(caps, "gqa", "capabilities.");
   c.explicit_scale = get_bool(caps, "scale", "capabilities.");
   c.softcap = get_bool(caps, "softcap", "capabilities.");

@@ -30,6 +30,7 @@ def hello(dtype_name):
             "causal": ["top_left", "bottom_right"],
             "window": ["top_left", "bottom_right"],
             "alibi": ["top_left", "bottom_right"],
+            "sinks": True,
             "gqa": True,
             "scale": True,
             "softcap": True,
@@ -39,7 +40,7 @@ def hello(dtype_name):
     }
 
 
-def attention(case, q, k, v, mask, dtype, slopes=None):
+def attention(case, q, k, v, mask, dtype, slopes=None, sinks=None):
     """softmax(Q K^T * scale + mask) V in `dtype`, per the spec's semantics."""
     b, hq, hkv, L, S = case["batch"], case["q_heads"], case["kv_heads"], case["q_len"], case["kv_len"]
     q, k, v = q.astype(dtype), k.astype(dtype), v.astype(dtype)
@@ -81,9 +82,12 @@ def attention(case, q, k, v, mask, dtype, slopes=None):
         # Only visible keys take part, so NaN or Inf in a blocked key or value
         # cannot leak through 0 * NaN.
         x = logits[row][keys]
+        # A sink (-inf: none) is one more logit in the denominator, no value.
+        sink = dtype(sinks[row[1]]) if sinks is not None else dtype(-np.inf)
         with np.errstate(invalid="ignore", over="ignore"):
-            weights = np.exp(x - x.max())
-            out[row] = (weights / weights.sum()) @ v[row[0], row[1]][keys]
+            shift = max(x.max(), sink) if not np.isnan(x).any() else np.nan
+            weights = np.exp(x - shift)
+            out[row] = (weights / (weights.sum() + np.exp(sink - shift))) @ v[row[0], row[1]][keys]
     return out
 
 
@@ -93,7 +97,8 @@ def run_case(directory, dtype):
     arrays = {name: np.load(os.path.join(directory, name + ".npy")) for name in ("q", "k", "v")}
     mask = np.load(os.path.join(directory, "mask.npy")) if case["mask"] else None
     slopes = np.load(os.path.join(directory, "alibi_slopes.npy")) if case.get("alibi") else None
-    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype, slopes)
+    sinks = np.load(os.path.join(directory, "sinks.npy")) if case.get("sinks") else None
+    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype, slopes, sinks)
     np.save(os.path.join(directory, "out.npy"), np.ascontiguousarray(out, dtype=dtype))
 
 

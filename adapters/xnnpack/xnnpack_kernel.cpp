@@ -97,6 +97,7 @@ class XnnpackF32Kernel final : public Kernel {
     // blocked keys).
     c.window_top_left = c.window_bottom_right = false;
     c.alibi_top_left = c.alibi_bottom_right = false;  // likewise
+    c.sinks = false;                                   // likewise
     return c;
   }
 

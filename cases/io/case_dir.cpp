@@ -29,7 +29,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
                                                "kv_len", "q_len",   "d_k",     "d_v",     "scale",
                                                "softcap", "causal", "window",  "alibi",
-                                               "mask",    "provenance"};
+                                               "sinks",   "mask",   "provenance"};
   return fields;
 }
 
@@ -218,6 +218,12 @@ Case load_case(const fs::path& directory) {
   p.causal = causal == "top_left" ? Causal::top_left : causal == "bottom_right" ? Causal::bottom_right : Causal::none;
   p.window = read_window(object, json_file);
   p.alibi = read_alibi_field(object, json_file);
+  // "sinks": absent, null or false (none), or true (sinks.npy holds them).
+  bool sinks = false;
+  if (object.contains("sinks") && !object["sinks"].is_null()) {
+    if (!object["sinks"].is_boolean()) fields.fail("sinks", "expected true, false or null, got " + object["sinks"].dump());
+    sinks = object["sinks"].get<bool>();
+  }
   const std::string mask = fields.choice("mask", {"bool", "additive"}, true);
   p.mask_kind = mask == "bool" ? MaskKind::boolean : mask == "additive" ? MaskKind::additive : MaskKind::none;
   const json& provenance = fields.required("provenance");
@@ -262,6 +268,23 @@ Case load_case(const fs::path& directory) {
     }
     p.alibi->per_batch = per_batch;
     p.alibi->slopes = std::move(slopes.values);
+  }
+
+  const fs::path sinks_path = directory / "sinks.npy";
+  if (!sinks) {
+    if (fs::exists(sinks_path)) throw InputError(sinks_path.string(), "", "present, but case.json has no \"sinks\": true");
+  } else {
+    NpyArray sink_logits = load_array(sinks_path, NpyDtype::float64, {Hq});
+    for (std::size_t h = 0; h < sink_logits.values.size(); ++h) {
+      const double sink = sink_logits.values[h];
+      if (sink == -INFINITY) continue;  // no sink for this head
+      if (!std::isfinite(sink) || static_cast<double>(static_cast<float>(sink)) != sink) {
+        std::ostringstream message;
+        message << "sink " << sink << " of head " << h << " is not a float32 value, finite or -inf";
+        throw InputError(sinks_path.string(), "values", message.str());
+      }
+    }
+    p.sinks = std::move(sink_logits.values);
   }
 
   const fs::path mask_path = directory / "mask.npy";
@@ -320,6 +343,7 @@ void save_case(const Case& c, const fs::path& directory) {
   // by attnspec versions from before windows.
   if (p.window) object["window"] = window_json(p.window);
   if (p.alibi) object["alibi"] = {{"alignment", std::string(to_string(p.alibi->alignment))}};
+  if (!p.sinks.empty()) object["sinks"] = true;
   // Provenance can carry a kernel's messages: bytes that are not UTF-8 are
   // replaced rather than failing the save.
   const std::string case_json = object.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -345,6 +369,7 @@ void save_case(const Case& c, const fs::path& directory) {
                 {NpyDtype::float64,
                  p.alibi->per_batch ? std::vector<std::size_t>{B, Hq} : std::vector<std::size_t>{Hq},
                  p.alibi->slopes});
+    if (!p.sinks.empty()) write_npy(staging / "sinks.npy", {NpyDtype::float64, {Hq}, p.sinks});
     if (p.mask_kind != MaskKind::none)
       write_npy(staging / "mask.npy",
                 {p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64,

@@ -5,10 +5,13 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "properties/clauses/clauses.hpp"
 #include "properties/generators.hpp"
 #include "properties/harness.hpp"
+#include "spec/precision_model.hpp"
 
 namespace attnspec {
 namespace {
@@ -124,6 +127,7 @@ ClauseOutcome check_causal(PropertyContext& context) {
 
 ClauseOutcome check_fullmask(PropertyContext& context) {
   const bool lse = context.kernel.capabilities().lse;
+  const FormatClass formats{context.kernel.formats().accumulate, context.kernel.formats().output};
   return run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
     p = draw_problem(context.kernel, context.profile, without_masks());
     add_padding_mask(p);
@@ -141,8 +145,18 @@ ClauseOutcome check_fullmask(PropertyContext& context) {
         if (got.out[flat * dv + t] != 0.0)
           return element_name(p, flat * dv + t) + " of a fully masked row is " + std::to_string(got.out[flat * dv + t]) +
                  ", expected exactly 0";
-      if (lse && got.lse.size() == p.rows() && got.lse[flat] != -INFINITY)
+      if (!lse || got.lse.size() != p.rows()) continue;
+      // -inf, or the row's sink: exact, but for its conversion to the
+      // accumulation format (the LSE bound of the row, SPEC 6.6).
+      const std::optional<double> sink = p.sink(r);
+      if (!sink && got.lse[flat] != -INFINITY)
         return "lse of a fully masked row is " + std::to_string(got.lse[flat]) + ", expected -inf";
+      if (!sink) continue;
+      const std::vector<double> weights(static_cast<std::size_t>(p.dims.kv_len), 0.0), out(dv, 0.0);
+      const RowBound bound = precision_bound(p, r, formats, weights, out, *sink);
+      if (!(std::fabs(got.lse[flat] - *sink) <= bound.lse))
+        return "lse of a fully masked row is " + std::to_string(got.lse[flat]) + ", expected its sink " +
+               std::to_string(*sink) + " (within " + std::to_string(bound.lse) + ")";
     }
     return "";
   });

@@ -80,6 +80,10 @@ std::vector<double> elementary_function_allowance(const Problem& p, const Evalua
     const std::span<const double> v = p.value_row(r.batch, g, static_cast<int>(j));
     for (std::size_t t = 0; t < dv; ++t) spread[t] += w * std::fabs(v[t] - e.ref.out[row * dv + t]);
   }
+  if (const std::optional<double> sink = p.sink(r)) {  // a term of value 0, weight exp(sigma - lse)
+    const double w = std::exp(*sink - e.ref.lse[row]);
+    for (std::size_t t = 0; t < dv; ++t) spread[t] += w * std::fabs(e.ref.out[row * dv + t]);
+  }
   const double factor = 1.25 * 8 * u * (1 + (p.softcap ? std::fabs(*p.softcap) : 0.0));
   for (double& x : spread) x *= factor;
   return spread;

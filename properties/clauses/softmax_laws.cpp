@@ -52,7 +52,9 @@ double entropy_term_change(double w, double bound) {
 // "" unless the kernel's weights at scale s/2 have less entropy than at s by
 // more than the two runs' entropy errors allow.
 std::string entropy_falls(Kernel& kernel, Problem p, Problem& drawn) {
-  if (p.softcap || p.mask_kind == MaskKind::additive || p.alibi) return "";  // logits not proportional to the scale
+  // Logits not proportional to the scale, or a sink (which the scale
+  // does not touch) in the distribution.
+  if (p.softcap || p.mask_kind == MaskKind::additive || p.alibi || !p.sinks.empty()) return "";
   if (p.dims.kv_len > 64) return "";                               // V = identity would be too wide
   p.dims.d_v = p.dims.kv_len;
   if (p.dims.d_v != p.dims.d_k && !kernel.capabilities().dv_ne_dk) return "";
@@ -104,8 +106,10 @@ ClauseOutcome check_rowsum(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
   // V = identity caps S at 16 (spec/SPEC.md section 7.1): no long rows.
   std::erase(context.expected_shapes, ShapeClass::long_rows);
+  Features sinkless;  // a sink takes its share of the weights: they sum to 1 - w_sink (SINK's)
+  sinkless.sinks = false;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
-    p = draw_problem(context.kernel, context.profile, Features{}, values_as_wide_as_keys(context.kernel));
+    p = draw_problem(context.kernel, context.profile, sinkless, values_as_wide_as_keys(context.kernel));
     std::fill(p.v.begin(), p.v.end(), 1.0);  // every output of a row with a visible key is exactly 1
     if (std::string f = outside_bound(p, evaluate(context.kernel, p), u_out, stats); !f.empty()) return "V = ones: " + f;
     if (!set_identity_values(p)) return "";
@@ -133,6 +137,10 @@ ClauseOutcome check_convex(PropertyContext& context) {
           high = std::max(high, v);
         }
         if (low > high) continue;  // no visible key: FULLMASK's
+        if (p.sink(r)) {  // the sink is one more term, with value 0
+          low = std::min(low, 0.0);
+          high = std::max(high, 0.0);
+        }
         const std::size_t i = row * dv + t;
         const double got = e.got.out[i];
         stats.add(std::max({0.0, low - got, got - high}), e.bound[i], e.scale[i], u_out);
@@ -147,8 +155,10 @@ ClauseOutcome check_convex(PropertyContext& context) {
 
 ClauseOutcome check_uniform(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
-  Features plain;  // finite additive mask values or ALiBi biases would make the logits unequal
-  plain.additive_mask = plain.alibi = false;
+  // Finite additive mask values or ALiBi biases would make the logits
+  // unequal, and a sink unequal to them the weights non-uniform.
+  Features plain;
+  plain.additive_mask = plain.alibi = plain.sinks = false;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, plain);
     const Problem original = p;
@@ -170,6 +180,7 @@ ClauseOutcome check_shift(PropertyContext& context) {
   const FormatInfo& acc = format_info(context.kernel.formats().accumulate);
   Features unmasked = Features{};
   unmasked.bool_mask = unmasked.additive_mask = false;
+  unmasked.sinks = false;  // a sink does not move with the row's logits
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, unmasked);
     const Problem plain = p;

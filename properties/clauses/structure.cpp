@@ -201,6 +201,7 @@ ClauseOutcome check_batch(PropertyContext& context) {
           alone.alibi->slopes = {p.alibi->slopes[slope]};
           alone.alibi->per_batch = false;
         }
+        if (!p.sinks.empty()) alone.sinks = {p.sinks[static_cast<std::size_t>(h)]};
         std::vector<std::size_t> index(L * dv);
         const std::size_t offset = p.row_flat({b, h, 0}) * dv;
         // `disagree` maps outputs of its first argument: here the lone run.

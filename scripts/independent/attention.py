@@ -117,11 +117,18 @@ class LogitModel:
         return d_add(d_sub(self.capped(dj), self.capped(dr)), d_from_fraction(mj - mr))
 
 
+# The row's sink, where it has one, enters as one more key: q.k = 0 (a
+# logit of 0 whatever the scale and softcap), additive term sigma, values 0,
+# no weight of its own in the results (SPEC.md sections 2.3 and 5).
+SINK = "sink"
+
+
 def attention_row(case, model, b, h, i):
     """Weights (S), output (d_v) and lse of row (b, h, i) as Approx values."""
     S, dv = case.kv_len, case.d_v
     keys = visible_keys(case, b, h, i)
-    if not keys:
+    sink = case.sink(h)
+    if not keys and sink is None:
         return [EXACT_ZERO] * S, [EXACT_ZERO] * dv, NEG_INF
     g = h // (case.q_heads // case.kv_heads)
     q = case.q_row(b, h, i)
@@ -137,6 +144,10 @@ def attention_row(case, model, b, h, i):
         return [NAN if j in visible else EXACT_ZERO for j in range(S)], [NAN] * dv, NAN
     d = {j: exact_dot(q, k_rows[j]) for j, _ in keys}
     m = dict(keys)
+    v_rows = {j: case.v_row(b, g, j) for j, _ in keys}
+    if sink is not None:
+        keys = keys + [(SINK, sink)]
+        d[SINK], m[SINK], v_rows[SINK] = Fraction(0), sink, [0.0] * dv
     logits = {j: model.logit(d[j], m[j]) for j, _ in keys}
     # Shift by (approximately) the largest logit r so that exp never
     # overflows: u_j = exp(x_j - x_r) <= about 1, and z = sum u_j >= 1.
@@ -162,7 +173,6 @@ def attention_row(case, model, b, h, i):
             weights.append(d_div(u[j], z))
         else:
             weights.append(EXACT_ZERO)  # blocked
-    v_rows = {j: case.v_row(b, g, j) for j, _ in keys}
     # Keys with equal (d, m) have equal logits, hence equal weights.
     groups = {}
     for j, _ in keys:

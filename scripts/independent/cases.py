@@ -21,7 +21,7 @@ CASE_FIELDS = (
     "d_k", "d_v", "scale", "softcap", "causal", "mask", "provenance",
 )
 # Optional fields: absent means null (written only when set).
-OPTIONAL_FIELDS = ("window", "alibi")
+OPTIONAL_FIELDS = ("window", "alibi", "sinks")
 SIZE_FIELDS = ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v")
 
 
@@ -44,6 +44,7 @@ class Case:
     window: object  # None or {"left": int or None, "right": int or None, "alignment": ...}
     alibi: object  # None or {"alignment": ...}
     alibi_slopes: object  # flat list ([Hq] or [B, Hq]) or None
+    sinks: object  # flat list [Hq] of sink logits (-inf: none for that head) or None
     mask_kind: object  # None, "bool" or "additive"
     q: list
     k: list
@@ -70,6 +71,12 @@ class Case:
         slope = self.alibi_slopes[b * self.q_heads + h]  # [B, Hq]; read_case broadcasts [Hq]
         off = 0 if self.alibi["alignment"] == "top_left" else self.kv_len - self.q_len
         return -Fraction(slope) * abs(i + off - j)
+
+    def sink(self, h):
+        """Head h's sink logit as a Fraction, or None (no sinks, or -inf)."""
+        if self.sinks is None or self.sinks[h] == -math.inf:
+            return None
+        return Fraction(self.sinks[h])
 
     def mask_at(self, b, h, i, j):
         """The mask entry for (b, h, i, j), broadcasting size-1 dimensions."""
@@ -131,6 +138,8 @@ def _check_meta(meta, where):
     if alibi is not None and (not isinstance(alibi, dict) or set(alibi) != {"alignment"}
                               or alibi["alignment"] not in ("top_left", "bottom_right")):
         raise BadInput(f"{where}: alibi must be null or {{'alignment': 'top_left' or 'bottom_right'}}")
+    if meta.get("sinks") not in (None, False, True):
+        raise BadInput(f"{where}: sinks must be null, false or true")
     if meta["mask"] not in (None, "bool", "additive"):
         raise BadInput(f"{where}: mask must be null, 'bool' or 'additive'")
     if not isinstance(meta["provenance"], dict):
@@ -185,6 +194,15 @@ def read_case(case_dir):
             raise BadInput(f"{slopes_path}: slopes must be finite float32 values")
         if len(slopes_shape) == 1 and B > 1:
             slopes = slopes * B  # [Hq] broadcast: one row per batch entry
+    sinks = None
+    sinks_path = os.path.join(case_dir, "sinks.npy")
+    if not meta.get("sinks"):
+        if os.path.exists(sinks_path):
+            raise BadInput(f"{sinks_path}: present but case.json has no sinks")
+    else:
+        sinks = read_array(sinks_path, "<f8", (Hq,))
+        if not all(x == -math.inf or (math.isfinite(x) and is_representable(x, FORMATS["float32"])) for x in sinks):
+            raise BadInput(f"{sinks_path}: sinks must be float32 values, finite or -inf")
     mask, mask_shape = None, None
     mask_path = os.path.join(case_dir, "mask.npy")
     if meta["mask"] is None:
@@ -206,16 +224,16 @@ def read_case(case_dir):
         path=case_dir, dtype=meta["dtype"], batch=B, q_heads=Hq, kv_heads=Hkv, q_len=L,
         kv_len=S, d_k=dk, d_v=dv, scale=meta["scale"], softcap=meta["softcap"],
         causal=meta["causal"], window=meta.get("window"), alibi=meta.get("alibi"), alibi_slopes=slopes,
-        mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
+        sinks=sinks, mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
         v=arrays["v"], mask=mask, mask_shape=mask_shape,
     )
 
 
-def write_case(case_dir, meta, q, k, v, mask=None, slopes=None):
+def write_case(case_dir, meta, q, k, v, mask=None, slopes=None, sinks=None):
     """Write case.json and the arrays of a case.
 
     meta holds every case.json field except "format"; q, k, v and mask are
-    (shape, flat values) pairs. The case is read back, so that a generator
+    (shape, flat values) pairs, sinks a flat [Hq] list. The case is read back, so that a generator
     cannot write a case this script would reject.
     """
     os.makedirs(case_dir, exist_ok=True)
@@ -232,6 +250,11 @@ def write_case(case_dir, meta, q, k, v, mask=None, slopes=None):
         write_npy(slopes_path, "<f8", slopes[0], slopes[1])
     elif os.path.exists(slopes_path):
         os.remove(slopes_path)
+    sinks_path = os.path.join(case_dir, "sinks.npy")
+    if sinks is not None:
+        write_npy(sinks_path, "<f8", (len(sinks),), sinks)
+    elif os.path.exists(sinks_path):
+        os.remove(sinks_path)
     mask_path = os.path.join(case_dir, "mask.npy")
     if mask is not None:
         descr = "|b1" if meta["mask"] == "bool" else "<f8"

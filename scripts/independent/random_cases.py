@@ -27,6 +27,7 @@ RANDOM_FEATURES = {
     "causal": [None, "top_left", "bottom_right"],
     "window": [None, "top_left", "bottom_right"],
     "alibi": [None, "top_left", "bottom_right"],
+    "sinks": [None, "finite", "mixed"],
     "mask": [None, "bool", "additive"],
     "mask_shape": ["broadcast", "full", "batch_only", "heads_only"],
     "group": [1, 2, 3, 4],  # Hq / Hkv
@@ -130,6 +131,18 @@ def _random_slopes(seed, index, alignment, B, Hq):
     return shape, [round_fraction(Fraction(x), FORMATS["float32"]) for x in values]
 
 
+def _random_sinks(seed, index, kind, Hq):
+    """Sink logits ([Hq] list or None): quarters in [-2, 2] ("finite"), or
+    per head -inf (no sink), a quarter or a large 8 to 128 ("mixed"). Its
+    own generator, as _random_window's."""
+    if kind is None:
+        return None
+    rng = random.Random(f"attnspec-random/{seed}/{index}/sinks")
+    if kind == "finite":
+        return [rng.randint(-8, 8) / 4 for _ in range(Hq)]
+    return [rng.choice([-math.inf, rng.randint(-8, 8) / 4, 2.0 ** rng.randint(3, 7)]) for _ in range(Hq)]
+
+
 def _random_mask(rng, plan, sizes):
     B, Hq, L, S = sizes["batch"], sizes["q_heads"], sizes["q_len"], sizes["kv_len"]
     mb, mh = {"broadcast": (1, 1), "full": (B, Hq), "batch_only": (B, 1), "heads_only": (1, Hq)}[plan["mask_shape"]]
@@ -147,7 +160,7 @@ def _random_mask(rng, plan, sizes):
 
 
 def random_case(rng, plan, seed, index):
-    """Draw one case following plan; returns (meta, q, k, v, mask)."""
+    """Draw one case following plan; returns (meta, q, k, v, mask, slopes, sinks)."""
     fmt = FORMATS[plan["dtype"]]
     sizes = _random_sizes(rng, plan)
     B, Hq, Hkv = sizes["batch"], sizes["q_heads"], sizes["kv_heads"]
@@ -173,14 +186,16 @@ def random_case(rng, plan, seed, index):
         "causal": plan["causal"],
         "window": _random_window(seed, index, plan["window"], S),
         "alibi": None if plan["alibi"] is None else {"alignment": plan["alibi"]},
+        "sinks": None if plan["sinks"] is None else True,
         "mask": plan["mask"],
     })
     slopes = _random_slopes(seed, index, plan["alibi"], B, Hq)
+    sinks = _random_sinks(seed, index, plan["sinks"], Hq)
     poisoned = _poison_unread_keys(meta, k, v, mask)
     covers = [f"{name}={value}" for name, value in plan.items()] + [f"nan_in_blocked_keys={poisoned}"]
     meta["provenance"] = {"generator": "scripts/independent_reference.py random", "seed": seed,
                           "index": index, "covers": covers}
-    return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask, slopes
+    return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask, slopes, sinks
 
 
 def _poison_unread_keys(meta, k, v, mask):
@@ -192,7 +207,7 @@ def _poison_unread_keys(meta, k, v, mask):
     case = Case(path=None, dtype=meta["dtype"], batch=meta["batch"], q_heads=meta["q_heads"],
                 kv_heads=meta["kv_heads"], q_len=meta["q_len"], kv_len=meta["kv_len"],
                 d_k=meta["d_k"], d_v=meta["d_v"], scale=None, softcap=None, causal=meta["causal"],
-                window=meta["window"], alibi=None, alibi_slopes=None,
+                window=meta["window"], alibi=None, alibi_slopes=None, sinks=None,
                 mask_kind=meta["mask"], q=[], k=k, v=v, mask=None if mask is None else mask[1],
                 mask_shape=None if mask is None else mask[0])
     group = case.q_heads // case.kv_heads
@@ -274,7 +289,9 @@ def observed_features(case, results):
         "L>S cases": int(case.q_len > case.kv_len),
         "d_v!=d_k cases": int(case.d_v != case.d_k),
         "rows": len(results.lse),
-        "fully masked rows": sum(1 for a in results.lse if a.value.is_infinite()),
+        "fully masked rows": sum(1 for r in row_weights if all(w.is_exact_zero() for w in r)),
+        "rows with a sink": sum(1 for b in range(case.batch) for h in range(case.q_heads)
+                                for _ in range(case.q_len) if case.sink(h) is not None),
         "rows with tied weights": tied_rows,
         "outputs exactly on a midpoint": midpoints,
         "NaN-poisoned unread keys": sum(1 for x in case.k[::case.d_k] if math.isnan(x)),
