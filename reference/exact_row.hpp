@@ -36,7 +36,6 @@ struct ExactRow {
   std::vector<long> group_size;
   std::vector<std::vector<Real>> value_sums;  // per group of two or more: exact column sums
 
-  bool has_sink() const { return !visible.empty() && visible.back() == kSinkKey; }
   // V[visible[j]][t], or 0 for the sink.
   double value(const Problem& p, std::size_t j, int t) const {
     return visible[j] == kSinkKey ? 0.0 : p.value_row(index.batch, kv_head, visible[j])[static_cast<std::size_t>(t)];

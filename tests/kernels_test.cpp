@@ -129,6 +129,28 @@ TEST_P(BuiltinKernel, FullyMaskedRowsAreExactlyZero) {
       EXPECT_EQ(got.lse[row], -INFINITY);
     }
 }
+// With sinks: an empty row outputs 0 with lse the sink; a row whose
+// logits are all -inf because its query is infinite is NaN (SPEC 2.3),
+// though a finite sink in the maximum would make its weights 0 (the
+// false-alarm sweep at commit 8a0a8d1, seed 2, caught the naive kernels so).
+TEST_P(BuiltinKernel, SinksInEmptyAndInfiniteRows) {
+  const std::unique_ptr<Kernel> kernel = GetParam().make();
+  std::mt19937_64 random(6);
+  Problem p = random_problem(random, {1, 2, 1, 3, 2, 1, 1}, kernel->formats().input, 1.0);
+  p.causal = Causal::bottom_right;  // L = 3 > S = 2: row 0 sees nothing
+  p.mask_kind = MaskKind::none;
+  p.mask.clear();
+  p.sinks = {0.5, -INFINITY};
+  p.k = {-1.0, -0.5};
+  p.q[p.row_flat({0, 0, 2})] = INFINITY;  // q.k = -inf at both keys
+  const KernelResult got = kernel->run(p);
+  EXPECT_EQ(got.out[p.row_flat({0, 0, 0})], 0.0);
+  EXPECT_EQ(got.lse[p.row_flat({0, 0, 0})], 0.5);
+  EXPECT_EQ(got.out[p.row_flat({0, 1, 0})], 0.0);
+  EXPECT_EQ(got.lse[p.row_flat({0, 1, 0})], -INFINITY);
+  EXPECT_TRUE(std::isnan(got.out[p.row_flat({0, 0, 2})]));
+  EXPECT_TRUE(std::isnan(got.lse[p.row_flat({0, 0, 2})]));
+}
 
 INSTANTIATE_TEST_SUITE_P(Builtins, BuiltinKernel, ::testing::ValuesIn(builtin_kernels().begin(), builtin_kernels().end()),
                          [](const auto& info) {

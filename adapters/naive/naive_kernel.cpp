@@ -48,10 +48,12 @@ class NaiveKernel final : public Kernel {
         for (int i = 0; i < d.q_len; ++i) {
           const RowIndex r{b, h, i};
           bool any_visible = false;  // tracked apart: -inf is also a possible logit
+          bool nonfinite = false;    // a visible logit NaN or infinite: the row is NaN (SPEC 2.3)
           for (int j = 0; j < d.kv_len; ++j) {
             Scalar& x = logits(i, j);
             if (p.softcap) x = store(static_cast<Scalar>(*p.softcap) * std::tanh(x / static_cast<Scalar>(*p.softcap)));
             any_visible = any_visible || p.visible(r, j);
+            nonfinite = nonfinite || (p.visible(r, j) && !std::isfinite(x));
             x = p.visible(r, j) ? store(x + static_cast<Scalar>(p.logit_offset(r, j))) : minus_infinity;
           }
           const std::size_t row = p.row_flat(r);
@@ -66,9 +68,11 @@ class NaiveKernel final : public Kernel {
             logits.row(i).setZero();
             continue;
           }
-          // Eigen's maxCoeff skips NaN; a NaN logit must spoil the row.
-          const Scalar max = logits.row(i).hasNaN() ? std::numeric_limits<Scalar>::quiet_NaN()
-                                                    : std::max(logits.row(i).maxCoeff(), sink_logit);
+          // Eigen's maxCoeff skips NaN; a NaN logit must spoil the row, and
+          // so must an infinite one (an infinite query makes every logit
+          // -inf, which a finite sink would otherwise turn into weights 0).
+          const Scalar max = nonfinite || logits.row(i).hasNaN() ? std::numeric_limits<Scalar>::quiet_NaN()
+                                                                 : std::max(logits.row(i).maxCoeff(), sink_logit);
           logits.row(i) = (logits.row(i).array() - max).exp().matrix();
           const Scalar sum = logits.row(i).sum() + (sink ? std::exp(sink_logit - max) : Scalar(0));
           logits.row(i) /= sum;

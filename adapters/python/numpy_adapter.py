@@ -85,7 +85,9 @@ def attention(case, q, k, v, mask, dtype, slopes=None, sinks=None):
         # A sink (-inf: none) is one more logit in the denominator, no value.
         sink = dtype(sinks[row[1]]) if sinks is not None else dtype(-np.inf)
         with np.errstate(invalid="ignore", over="ignore"):
-            shift = max(x.max(), sink) if not np.isnan(x).any() else np.nan
+            # A NaN or infinite logit (a non-finite query or key) spoils the
+            # row (SPEC 2.3), also where a finite sink would outweigh -inf.
+            shift = max(x.max(), sink) if np.isfinite(x).all() else np.nan
             weights = np.exp(x - shift)
             out[row] = (weights / (weights.sum() + np.exp(sink - shift))) @ v[row[0], row[1]][keys]
     return out
