@@ -161,7 +161,10 @@ class OnlineKernel final : public Kernel {
   // the ci profile: 28 times its error at d_k = 160, S = 4178).
   static float dot(std::span<const double> a, std::span<const double> b) {
     float lanes[8] = {};
-    for (std::size_t t = 0; t < a.size(); ++t) lanes[t % 8] += static_cast<float>(a[t]) * static_cast<float>(b[t]);
+    std::size_t t = 0;
+    for (; t + 8 <= a.size(); t += 8)  // component t in lane t % 8
+      for (std::size_t l = 0; l < 8; ++l) lanes[l] += static_cast<float>(a[t + l]) * static_cast<float>(b[t + l]);
+    for (std::size_t l = 0; t < a.size(); ++t, ++l) lanes[l] += static_cast<float>(a[t]) * static_cast<float>(b[t]);
     for (std::size_t width = 4; width >= 1; width /= 2)
       for (std::size_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
     return lanes[0];
