@@ -79,12 +79,10 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
     // costs at most one rounding (6.2).
     delta = std::max(delta, u * std::fabs(*sink));
     bound.sink_weight = std::exp(*sink - exact_lse);
-  }
-  bound.logit_error = delta;
-  if (sink) {
     logit_max = std::max(logit_max, *sink);
     logit_scale_max = std::max(logit_scale_max, std::fabs(*sink));
   }
+  bound.logit_error = delta;
 
   // 6.4: the normaliser's factor and eta_j; x_max - x_j from the weights.
   const double g6 = gamma(6 * n + 2, u);

@@ -117,7 +117,9 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
 
   // 6.8.1 per column, keys in cluster order: the deterministic sum, the
   // shared roundings, and the variance of the rest (absolute units).
-  std::vector<double> deterministic(dv, 0.0), shared(dv, 0.0), variance(dv, 0.0), small_n(dv, 0.0);
+  std::vector<double> deterministic(dv, 0.0), shared(dv, 0.0), small_n(dv, 0.0);
+  std::vector<double> variance(dv, 0.0);  // in units of column_unit(t)^2
+  const auto column_unit = [&worst](std::size_t t) { return worst.scale[t] > 0 ? worst.scale[t] : 1.0; };
   std::vector<double> cluster_dot(dv, 0.0), cluster_rest(dv, 0.0), cluster_stored(dv, 0.0), cluster_weight(dv, 0.0);
   const double split_merge = 2 * u * (std::log(n) + 4);
   const double dot_steps = d.d_k + 1;
@@ -151,9 +153,15 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
       if (w * value < small * worst.scale[t]) small_n[t] += w * value;
     }
     if (i + 1 == cluster_end[cluster]) {
+      // In units of |P||V|_t: squares of absolute terms underflow where the
+      // weights are tiny (a sink of 512 leaves the keys weights of e^-510,
+      // whose squared errors are below 1e-400), and the bound with them.
       for (std::size_t t = 0; t < dv; ++t) {
-        variance[t] += dot_steps * cluster_dot[t] * cluster_dot[t] + cluster_rest[t] * cluster_rest[t] +
-                       cluster_stored[t] * cluster_stored[t] + cluster_weight[t] * cluster_weight[t];
+        const double unit = column_unit(t);
+        const double dot_term = cluster_dot[t] / unit, rest_term = cluster_rest[t] / unit;
+        const double stored_term = cluster_stored[t] / unit, weight_term = cluster_weight[t] / unit;
+        variance[t] += dot_steps * dot_term * dot_term + rest_term * rest_term + stored_term * stored_term +
+                       weight_term * weight_term;
         cluster_dot[t] = cluster_rest[t] = cluster_stored[t] = cluster_weight[t] = 0;
       }
       ++cluster;
@@ -167,7 +175,7 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
   for (std::size_t t = 0; t < dv; ++t) {
     const double o = std::fabs(exact_out[t]);
     const double weights_term =
-        std::min(deterministic[t] + u_s * kappa * worst.scale[t], (shared[t] + lambda * std::sqrt(variance[t])) * kappa) /
+        std::min(deterministic[t] + u_s * kappa * worst.scale[t], (shared[t] + lambda * std::sqrt(variance[t]) * column_unit(t)) * kappa) /
         (1 - mean_alpha);
     const double error_n = random_n * growth * kappa * worst.scale[t] + kappa * small_n[t];
     const double before_division = weights_term + (error_n + (o + weights_term) * error_d) / (1 - error_d);

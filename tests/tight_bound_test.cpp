@@ -11,6 +11,7 @@
 #include <random>
 
 #include "adapters/kernel.hpp"
+#include "adapters/registry.hpp"
 #include "properties/harness.hpp"
 #include "spec/tight_bound.hpp"
 #include "problem_builder.hpp"
@@ -115,6 +116,29 @@ TEST(TightBound, NeverLooserThanTheWorstCase) {
     for (std::size_t i = 0; i < e.tight.size(); ++i) {
       EXPECT_LE(e.tight[i], e.bound[i]);
       EXPECT_TRUE(within_bound(e.got.out[i], e.ref.out[i], e.ref_error[i], e.tight[i], e.ref_low[i]).value_or(false));
+    }
+  }
+}
+
+// T_t is homogeneous in V: scaling the values by a power of two scales the
+// bound by it, down to where the output rounding's subnormal term matters
+// (far below 2^-600 times a unit output in float64). The squares of the
+// random terms are of the order of the squared errors, 1e-400 here, so
+// they must not be formed in absolute units (a sink of 512 gives keys
+// weights of e^-510 and such squares: a false alarm of naive-f64 in the
+// ci profile, seed 5).
+TEST(TightBound, HomogeneousInTheValues) {
+  std::mt19937_64 random(11);
+  const std::unique_ptr<Kernel> kernel = make_kernel("naive-f64");
+  for (int trial = 0; trial < 10; ++trial) {
+    const Problem p = testing::random_problem(random, {1, 1, 1, 2, 3 + trial, 4, 3}, FormatId::float64);
+    Problem tiny = p;
+    for (double& value : tiny.v) value = std::ldexp(value, -600);
+    const Evaluation unit = evaluate(*kernel, p, FullyMaskedRows::as_declared, ReferencePath::fast, Tier::tight);
+    const Evaluation scaled = evaluate(*kernel, tiny, FullyMaskedRows::as_declared, ReferencePath::fast, Tier::tight);
+    for (std::size_t i = 0; i < unit.tight.size(); ++i) {
+      ASSERT_GT(unit.tight[i], 0);
+      EXPECT_NEAR(std::ldexp(scaled.tight[i], 600) / unit.tight[i], 1.0, 1e-9) << "trial " << trial << ", output " << i;
     }
   }
 }
