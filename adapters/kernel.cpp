@@ -2,6 +2,7 @@
 #include "adapters/kernel.hpp"
 
 #include <cmath>
+#include <sstream>
 
 namespace attnspec {
 
@@ -11,6 +12,7 @@ Capabilities full_capabilities() {
   c.window_top_left = c.window_bottom_right = true;
   c.alibi_top_left = c.alibi_bottom_right = true;
   c.sinks = true;
+  c.descales = true;
   c.gqa = c.explicit_scale = c.softcap = c.dv_ne_dk = c.lse = true;
   c.fully_masked_rows = true;
   return c;
@@ -31,6 +33,7 @@ std::vector<std::string> missing_capabilities(const Capabilities& c, const Probl
   if (p.alibi && p.alibi->alignment == Alignment::bottom_right && !c.alibi_bottom_right)
     missing.push_back("needs ALiBi, bottom_right");
   if (!p.sinks.empty() && !c.sinks) missing.push_back("needs attention sinks");
+  if (p.descales && !c.descales) missing.push_back("needs descale factors");
   if (p.dims.q_heads != p.dims.kv_heads && !c.gqa) missing.push_back("needs GQA (Hq != Hkv)");
   if (p.scale && !c.explicit_scale) missing.push_back("needs an explicit scale");
   if (p.softcap && !c.softcap) missing.push_back("needs softcap");
@@ -70,6 +73,7 @@ std::string describe(const Capabilities& c) {
     add(true, alibi);
   }
   add(c.sinks, "sinks");
+  add(c.descales, "descales");
   add(c.gqa, "gqa");
   add(c.explicit_scale, "scale");
   add(c.softcap, "softcap");
@@ -79,6 +83,22 @@ std::string describe(const Capabilities& c) {
   if (c.max_elements != std::numeric_limits<std::size_t>::max())
     add(true, "max-elements:" + std::to_string(c.max_elements));
   return text;
+}
+
+std::string describe_weights(const KernelFormats& formats) {
+  if (!formats.weights) return "";
+  std::ostringstream text;
+  text << ", weights " << format_info(*formats.weights).name << " x " << formats.weights_scale;
+  return text.str();
+}
+
+std::string formats_error(const KernelFormats& formats) {
+  if (!formats.weights) return formats.weights_scale == 1 ? "" : "a weights scale without a weights format";
+  const FormatInfo& info = format_info(*formats.weights);
+  if (!(formats.weights_scale >= 1 && formats.weights_scale <= info.max_finite))
+    return "weights scale " + std::to_string(formats.weights_scale) + " outside [1, " + std::to_string(info.max_finite) +
+           "] (" + std::string(info.name) + "'s largest value: a weight of 1 times it must stay finite)";
+  return "";
 }
 
 }  // namespace attnspec

@@ -20,10 +20,29 @@
 namespace attnspec {
 
 struct KernelFormats {
+  KernelFormats() = default;
+  KernelFormats(FormatId input_format, FormatId accumulate_format, FormatId output_format)
+      : input(input_format), accumulate(accumulate_format), output(output_format) {}
+
   FormatId input = FormatId::float32;       // every input value is representable here
   FormatId accumulate = FormatId::float32;  // arithmetic of dot products, softmax and P.V
   FormatId output = FormatId::float32;      // the output is rounded to this
+  // Where P V takes its weights narrower than `accumulate` (spec/SPEC.md
+  // 6.4): each unnormalised weight (at most 1 after the running maximum)
+  // times `weights_scale` is rounded to this format for that product, the
+  // denominator summed from the weights before the rounding. FlashAttention
+  // 3's fp8 path: e4m3, scale 256. nullopt: no such rounding.
+  std::optional<FormatId> weights;
+  double weights_scale = 1;  // finite, >= 1, at most the weights format's largest value
 };
+
+// ", weights float8_e4m3fn x 256" for a kernel that declares a weights
+// format, else "": what a format line adds.
+std::string describe_weights(const KernelFormats& formats);
+
+// "" when the declaration is consistent (a weights scale that keeps a
+// weight of 1 finite in the weights format), else what is wrong.
+std::string formats_error(const KernelFormats& formats);
 
 struct Capabilities {
   bool bool_mask = false;
@@ -35,6 +54,7 @@ struct Capabilities {
   bool alibi_top_left = false;       // ALiBi biases of either alignment
   bool alibi_bottom_right = false;
   bool sinks = false;           // attention sinks: a per-head logit in the denominator
+  bool descales = false;        // q, k, v descale factors per (batch, kv head), FlashAttention 3's
   bool gqa = false;             // Hq != Hkv
   bool explicit_scale = false;  // a scale other than 1/sqrt(d_k)
   bool softcap = false;

@@ -20,6 +20,10 @@ const std::array kBuiltins = {
     KernelEntry{"online-f32", "tiled online softmax, float32 in and out, float32 accumulation", make_online_f32},
     KernelEntry{"online-bf16", "tiled online softmax, bfloat16 in and out, float32 accumulation", make_online_bf16},
     KernelEntry{"online-f16", "tiled online softmax, float16 in and out, float32 accumulation", make_online_f16},
+    KernelEntry{"online-fp8",
+                "FlashAttention 3's fp8 forward: e4m3fn inputs with descales, 128x128 tiles, float32 softmax, P times "
+                "256 rounded to e4m3fn for P V, bfloat16 output",
+                make_online_fp8},
 };
 
 std::vector<KernelEntry>& registered() {

@@ -40,7 +40,7 @@ struct CheckedRow {
 CheckedRow check_row(const Problem& p, RowIndex r, const KernelFormats& formats) {
   FastRow fast = fast_certified_row(p, r, formats.output);
   const RowBound bound =
-      precision_bound(p, r, FormatClass{formats.accumulate, formats.output}, fast.weights, fast.out_double, fast.lse);
+      precision_bound(p, r, format_class(formats), fast.weights, fast.out_double, fast.lse);
   return CheckedRow{r, std::move(fast.out), std::move(fast.out_double), std::move(fast.out_error),
                     std::move(fast.abs_scale), bound.out, fast.escalated};
 }
@@ -144,10 +144,19 @@ Problem single_row_problem(const Problem& p, RowIndex r) {
   }
   keep_positions(single, p, {r});
   if (const std::optional<double> sink = p.sink(r)) single.sinks = {*sink};
+  if (p.descales) {
+    const int Hkv = p.dims.kv_heads;
+    single.descales = Descales{{p.descales->q_of(r.batch, g, Hkv)},
+                               {p.descales->k_of(r.batch, g, Hkv)},
+                               {p.descales->v_of(r.batch, g, Hkv)},
+                               p.descales->applied};
+  }
   return single;
 }
 
-WorstElement describe_worst(const Problem& p, const CheckedRow& row, int column, double got, const KernelFormats& f) {
+// p: the real problem; given: what the kernel saw (the saved case's).
+WorstElement describe_worst(const Problem& p, const Problem& given, const CheckedRow& row, int column, double got,
+                            const KernelFormats& f) {
   WorstElement w;
   const auto t = static_cast<std::size_t>(column);
   w.row = row.index;
@@ -171,7 +180,7 @@ WorstElement describe_worst(const Problem& p, const CheckedRow& row, int column,
   const int g = p.kv_head_of(row.index.head);
   for (std::size_t k = 0; k < top; ++k)
     w.top_keys.push_back({keys[k], fast.weights[static_cast<std::size_t>(keys[k])], p.value_row(row.index.batch, g, keys[k])[t]});
-  w.case_problem = single_row_problem(p, row.index);
+  w.case_problem = single_row_problem(given, row.index);
   return w;
 }
 
@@ -188,6 +197,7 @@ AuditPoint audit_point(Kernel& kernel, Kernel& naive, const Dims& shape, const A
   p.window = positions.window;
   p.alibi = positions.alibi;
   p.sinks = positions.sinks;
+  p.descales = positions.descales;
 
   report("  kernel " + kernel.name() + " on the full problem (" + std::to_string(p.rows()) + " query rows)");
   auto start = Clock::now();
@@ -205,7 +215,9 @@ AuditPoint audit_point(Kernel& kernel, Kernel& naive, const Dims& shape, const A
 
   report("  reference: " + std::to_string(rows.size()) + " sampled rows, " + std::to_string(threads) + " thread(s)");
   start = Clock::now();
-  const std::vector<CheckedRow> checked = check_rows(p, rows, formats, threads, options.progress);
+  std::optional<Problem> storage;
+  const Problem& real = real_problem(p, storage);
+  const std::vector<CheckedRow> checked = check_rows(real, rows, formats, threads, options.progress);
   point.reference_seconds = seconds_since(start);
   report("  reference: " + std::to_string(point.reference_seconds) + " s");
 
@@ -277,8 +289,8 @@ AuditPoint audit_point(Kernel& kernel, Kernel& naive, const Dims& shape, const A
   point.floor_histogram = histogram(floor_errors.componentwise(), edges);
   if (!checked.empty()) {
     const CheckedRow& row = checked[worst_row];
-    point.worst = describe_worst(p, row, static_cast<int>(worst_column), got.out[p.row_flat(row.index) * dv + worst_column],
-                                 formats);
+    point.worst = describe_worst(real, p, row, static_cast<int>(worst_column),
+                                 got.out[p.row_flat(row.index) * dv + worst_column], formats);
   }
   return point;
 }
@@ -369,6 +381,12 @@ Problem audit_positions(const Dims& shape, const AuditOptions& options) {
   p.window = options.window;
   if (options.alibi) p.alibi = Alibi{alibi_paper_slopes(shape.q_heads), false, *options.alibi};
   if (options.sink) p.sinks.assign(static_cast<std::size_t>(shape.q_heads), *options.sink);
+  if (options.descales) {
+    const auto entries = static_cast<std::size_t>(shape.batch) * static_cast<std::size_t>(shape.kv_heads);
+    const auto& [q, k, v] = *options.descales;
+    p.descales = Descales{std::vector<double>(entries, q), std::vector<double>(entries, k),
+                          std::vector<double>(entries, v), false};
+  }
   return p;
 }
 
@@ -386,6 +404,12 @@ std::string positions_text(const AuditOptions& options) {
     std::ostringstream sink;
     sink << "sink " << *options.sink << " for every head";
     add(sink.str());
+  }
+  if (options.descales) {
+    std::ostringstream descales;
+    descales << "descales q " << (*options.descales)[0] << ", k " << (*options.descales)[1] << ", v "
+             << (*options.descales)[2] << " for every (batch, kv head)";
+    add(descales.str());
   }
   return text.empty() ? "none" : text;
 }
@@ -406,7 +430,7 @@ AuditResult run_audit(Kernel& kernel, const std::string& kernel_name, const Audi
   result.sweep = options.sweep;
   result.shape = s;
   result.positions = positions_text(options);
-  const std::unique_ptr<Kernel> naive = make_naive_kernel(result.formats.accumulate, result.formats.output);
+  const std::unique_ptr<Kernel> naive = make_naive_kernel(result.formats);
   result.naive = naive_description(result.formats);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   result.threads = mpfr_buildopt_tls_p() ? (options.threads ? options.threads : cores) : 1;

@@ -8,6 +8,7 @@
 // correctly rounded value itself (the output-rounding floor).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -50,6 +51,10 @@ struct AuditOptions {
   std::optional<Window> window;
   std::optional<Alignment> alibi;
   std::optional<double> sink;  // an attention sink of this logit (a float32 value) for every query head
+  // Descale factors of q, k and v (float32 values > 0) for every (batch, kv
+  // head): the kernel's inputs are the drawn values, the real ones their
+  // products (spec/SPEC.md section 2.4).
+  std::optional<std::array<double, 3>> descales;
   unsigned threads = 0;   // reference threads; 0: one per core
   std::function<void(const std::string&)> progress;  // one line per step, for stderr
 };

@@ -5,7 +5,9 @@
 // precision model's bound, 2 for bad options (nothing written).
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -39,6 +41,7 @@ struct AuditArgs {
   std::string sweep;
   std::string causal, window, alibi;
   std::optional<double> sink;
+  std::string descales;
   int rows = 0;
   std::uint64_t seed = 1;
   unsigned threads = 0;
@@ -116,6 +119,26 @@ Window parse_window(const std::string& text) {
   return window;
 }
 
+// Q,K,V: three float32 values > 0.
+std::array<double, 3> parse_descales(const std::string& text) {
+  const std::string expected =
+      "expected Q,K,V: three float32 values > 0 (such as 0.0625,0.125,0.5); got '" + text + "'";
+  std::vector<std::string> fields;
+  std::istringstream in(text);
+  for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
+  if (fields.size() != 3 || text.back() == ',') throw InputError("--descales", "", expected);
+  std::array<double, 3> factors{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    char* end = nullptr;
+    const double value = std::strtod(fields[i].c_str(), &end);
+    if (fields[i].empty() || *end != '\0' || !(value > 0) || !std::isfinite(value) ||
+        static_cast<double>(static_cast<float>(value)) != value)
+      throw InputError("--descales", "", expected);
+    factors[i] = value;
+  }
+  return factors;
+}
+
 std::unique_ptr<Kernel> find_kernel(const std::string& name) {
   if (std::unique_ptr<Kernel> kernel = make_kernel(name)) return kernel;
   std::string known;
@@ -165,6 +188,7 @@ AuditOptions parse_options(const AuditArgs& args, const Kernel& kernel) {
       throw InputError("--sink", "", "expected a finite float32 value (such as 0.5 or -2), got " + std::to_string(*args.sink));
     options.sink = args.sink;
   }
+  if (!args.descales.empty()) options.descales = parse_descales(args.descales);
   options.rows_per_head = args.rows;
   options.seed = args.seed;
   options.threads = args.threads;
@@ -194,6 +218,7 @@ int audit(const AuditArgs& args) {
                                : missing.front().find("window") != std::string::npos ? "--window"
                                : missing.front().find("ALiBi") != std::string::npos  ? "--alibi"
                                : missing.front().find("sinks") != std::string::npos  ? "--sink"
+                               : missing.front().find("descale") != std::string::npos ? "--descales"
                                                                                      : "--shape";
     throw InputError(option, "", "kernel " + args.kernel + " cannot run this problem: " + missing.front());
   }
@@ -264,6 +289,9 @@ Command add_audit_command(CLI::App& app) {
                   "ALiBi with the paper's slopes per query head, aligned top_left or bottom_right (default: none)");
   sub->add_option("--sink", args->sink,
                   "an attention sink of this logit for every query head, a float32 value (default: none)");
+  sub->add_option("--descales", args->descales,
+                  "descale factors Q,K,V (float32 values > 0) for every (batch, kv head), e.g. 0.0625,0.125,0.5: the "
+                  "kernel's inputs times these are the real ones, as FlashAttention 3's q/k/v_descale (default: none)");
   sub->add_option("--rows", args->rows,
                   "query rows checked per (batch, head), sampled at random (default: all when L <= " +
                       std::to_string(kAllRowsUpTo) + ", else " + std::to_string(kDefaultSampledRows) + ")")

@@ -71,6 +71,15 @@ std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
   }
   // One sink per query head (the probe has 2): one near the logits, one absent.
   if (caps.sinks) list.push_back({"sinks (1, -inf)", base}), list.back().problem.sinks = {1.0, -INFINITY};
+  // Powers of two, the same for every (batch, kv head): the real inputs are
+  // exact in every format, and each of q, k, v has a factor of its own.
+  if (caps.descales) {
+    const auto per_kv_head = [&](double factor) {
+      return std::vector<double>(static_cast<std::size_t>(base.dims.batch) * base.dims.kv_heads, factor);
+    };
+    list.push_back({"descales (2, 0.5, 0.25)", base});
+    list.back().problem.descales = Descales{per_kv_head(2.0), per_kv_head(0.5), per_kv_head(0.25)};
+  }
   if (caps.explicit_scale) list.push_back({"explicit scale 0.75", base}), list.back().problem.scale = 0.75;
   if (caps.softcap) list.push_back({"softcap 2", base}), list.back().problem.softcap = 2.0;
   return list;

@@ -27,6 +27,7 @@ void print_entry(const KernelEntry& entry) {
               std::string(format_info(f.input).name).c_str(), std::string(format_info(f.accumulate).name).c_str(),
               std::string(format_info(f.output).name).c_str(), describe(kernel->capabilities()).c_str());
   std::printf("%-18s %s\n", "", std::string(entry.summary).c_str());
+  if (f.weights) std::printf("%-18s P V: %s\n", "", describe_weights(f).substr(2).c_str());
   if (!platform.code_path.empty()) std::printf("%-18s code path here: %s\n", "", platform.code_path.c_str());
 }
 

@@ -126,7 +126,8 @@ int run(const RunArgs& args) {
     Kernel& kernel = *s.kernel;
     const KernelFormats f = kernel.formats();
     std::cout << "attnspec run: kernel " << kernel.name() << " (input " << format_info(f.input).name << ", accumulate "
-              << format_info(f.accumulate).name << ", output " << format_info(f.output).name << "), profile "
+              << format_info(f.accumulate).name << ", output " << format_info(f.output).name << describe_weights(f)
+              << "), profile "
               << options.profile->name << ", seed " << args.seed << "\n";
     const std::optional<KernelEntry> entry = find_kernel_entry(s.name);
     const KernelPlatform platform = entry ? platform_of(*entry) : KernelPlatform{};

@@ -105,6 +105,17 @@ Problem cut_problem(const Problem& p, const Cut& cut) {
   }
   if (!p.sinks.empty() && c.sinks)
     for (int h : q_heads) out.sinks.push_back(p.sinks[z(h)]);
+  if (p.descales && c.descales) {
+    Descales descales;
+    for (int b = c.batch.begin; b < c.batch.end; ++b)
+      for (int g = c.kv_heads.begin; g < c.kv_heads.end; ++g) {
+        descales.q.push_back(p.descales->q_of(b, g, d.kv_heads));
+        descales.k.push_back(p.descales->k_of(b, g, d.kv_heads));
+        descales.v.push_back(p.descales->v_of(b, g, d.kv_heads));
+      }
+    descales.applied = p.descales->applied;
+    out.descales = std::move(descales);
+  }
   return out;
 }
 
@@ -148,6 +159,7 @@ std::vector<Cut> smaller_cuts(const Cut& cut, const Problem& p, HeadDims head_di
   drop(&Cut::window, p.window.has_value());
   drop(&Cut::alibi, p.alibi.has_value());
   drop(&Cut::sinks, !p.sinks.empty());
+  drop(&Cut::descales, p.descales.has_value());
   drop(&Cut::softcap, p.softcap.has_value());
   drop(&Cut::scale, p.scale.has_value());
   return cuts;

@@ -27,7 +27,8 @@ struct AxisRange {
 struct Cut {
   AxisRange batch, kv_heads, group;  // group: query heads within each kv head's group
   AxisRange rows, keys, key_dims, value_dims;
-  bool mask = true, causal = true, window = true, alibi = true, sinks = true, softcap = true, scale = true;
+  bool mask = true, causal = true, window = true, alibi = true, sinks = true, descales = true, softcap = true,
+       scale = true;
   bool operator==(const Cut&) const = default;
 };
 
@@ -38,7 +39,7 @@ Cut fit_cut(const Cut& cut, const Dims& d);
 // The shape a (fitted) cut leaves.
 Dims cut_dims(const Cut& cut, const Dims& d);
 
-// The sub-problem a cut keeps: tensors, mask, ALiBi slopes and sinks sliced, the
+// The sub-problem a cut keeps: tensors, mask, ALiBi slopes, sinks and descales sliced, the
 // options it drops gone; causal masking and window as they were (so
 // positions move: a cut problem is a new candidate, not the old one
 // restricted).

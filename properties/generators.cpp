@@ -126,7 +126,8 @@ double draw_value(IntegerSource& source, FormatId format, Distribution distribut
 
 Features no_features() {
   Features f;
-  f.bool_mask = f.additive_mask = f.causal = f.window = f.alibi = f.sinks = f.softcap = f.explicit_scale = false;
+  f.bool_mask = f.additive_mask = f.causal = f.window = f.alibi = f.sinks = f.descales = f.softcap = f.explicit_scale =
+      false;
   f.gqa = f.dv_ne_dk = f.fully_masked_rows = false;
   return f;
 }
@@ -325,6 +326,30 @@ std::vector<double> draw_sinks(const Dims& d) {
   return sinks;
 }
 
+Descales draw_descales(const Dims& d) {
+  // A fixed number of draws whatever the shape: the kind, an exponent, a
+  // step, and full-precision bits.
+  const int kind = draw_in(0, 2);
+  const int exponent = draw_in(-4, 4), step = draw_in(-2, 2);
+  const int bits = draw_in(0, (1 << 24) - 1);
+  Descales descales;
+  int entry = 0;  // over (tensor, b, g): every factor its own
+  const auto factor = [&] {
+    const int e = exponent + step * (entry % 5) - 2 * step;
+    // 24 bits, a different rotation per entry.
+    const double fraction = static_cast<double>((bits + entry * 0x9e3779) % (1 << 24)) / (1 << 24);
+    ++entry;
+    switch (kind) {
+      case 0: return std::ldexp(1.0, std::clamp(e, -4, 4));
+      case 1: return round_to_format(std::ldexp(1 + fraction, -9 + (e + 8) % 7), FormatId::float32);
+      default: return round_to_format(std::ldexp(1 + fraction, -1 + (e + 8) % 2), FormatId::float32);
+    }
+  };
+  for (std::vector<double>* tensor : {&descales.q, &descales.k, &descales.v})
+    for (int i = 0; i < d.batch * d.kv_heads; ++i) tensor->push_back(factor());
+  return descales;
+}
+
 void draw_mask(Problem& p, const Capabilities& caps, const Features& features) {
   fill_mask(p, draw_mask_plan(p.dims, caps, features), features);
 }
@@ -354,6 +379,11 @@ Problem draw_whole_problem(const Capabilities& caps, FormatId format, const Prof
     p.scale = std::ldexp(draw_in(1, 8), draw_in(-4, 0));
   if (features.softcap && caps.softcap && draw_in(0, 3) == 3) p.softcap = draw_in(1, 30);
   if (features.sinks && caps.sinks && (features.always_sinks || draw_in(0, 3) == 3)) p.sinks = draw_sinks(p.dims);
+  // Not for float64 inputs: their products with float32 factors are not
+  // binary64 numbers (SPEC 2.4).
+  if (features.descales && caps.descales && format_info(format).precision <= 29 &&
+      (features.always_descales || draw_in(0, 3) == 3))
+    p.descales = draw_descales(p.dims);
   const Dims& d = p.dims;
   const auto B = static_cast<std::size_t>(d.batch), S = static_cast<std::size_t>(d.kv_len);
   p.q = draw_values(p.rows() * d.d_k, format, distribution);
@@ -418,7 +448,7 @@ rc::Gen<Problem> problem_generator(const Capabilities& caps, FormatId format, co
     Dims adjusted = d;
     if (adjust) adjust(adjusted);
     return adjusted == d && (cut.window || !features.always_window) && (cut.alibi || !features.always_alibi) &&
-           (cut.sinks || !features.always_sinks);
+           (cut.sinks || !features.always_sinks) && (cut.descales || !features.always_descales);
   };
   return rc::Gen<Problem>([draw, rules = std::shared_ptr<const CutRules>(rules)](const rc::Random& random, int size) {
     return through_cut(draw(random, size), Cut{}, rules);

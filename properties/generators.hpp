@@ -41,11 +41,13 @@ struct Features {
   bool window = true;  // sliding windows
   bool alibi = true;   // ALiBi biases
   bool sinks = true;   // attention sinks
+  bool descales = true;  // descale factors (fp8 kernels' q, k, v scales)
   // Every problem gets one (WINDOW, ALIBI, SINK): drawn in its place among
   // the options, before the tensors, so that shrinking keeps it.
   bool always_window = false;
   bool always_alibi = false;
   bool always_sinks = false;
+  bool always_descales = false;
   bool softcap = true;
   bool explicit_scale = true;
   bool gqa = true;
@@ -84,5 +86,10 @@ std::optional<Alibi> draw_alibi(const Dims& d, const Capabilities& caps);
 // logits, some heads without a sink (-inf), large ones (32 to 4096 and a few more) that
 // outweigh every key, or full-precision float32 values.
 std::vector<double> draw_sinks(const Dims& d);
+// Descale factors per (batch, kv head) for q, k and v (float32 values > 0):
+// powers of two, a dequantisation scale amax / 448 of an fp8 tensor
+// (full-precision values in [2^-9, 2^-2)), or full-precision values in
+// [1/2, 2); q's, k's and v's differ, and so do those of every (b, g).
+Descales draw_descales(const Dims& d);
 
 }  // namespace attnspec

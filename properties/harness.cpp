@@ -57,9 +57,13 @@ std::string number(double x) {
 
 }  // namespace
 
-Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, ReferencePath path, Tier tier) {
+Evaluation evaluate(Kernel& kernel, const Problem& given, FullyMaskedRows rows, ReferencePath path, Tier tier) {
   Evaluation e;
-  e.got = kernel.run(p);
+  e.got = kernel.run(given);
+  // The kernel sees its inputs and the descales; everything below, the real
+  // inputs (SPEC 2.4).
+  std::optional<Problem> storage;
+  const Problem& p = real_problem(given, storage);
   if (e.got.out.size() != p.out_size())
     throw std::runtime_error("kernel returned " + std::to_string(e.got.out.size()) + " outputs, expected " +
                              std::to_string(p.out_size()));
@@ -88,7 +92,7 @@ Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows, Refe
   if (tier == Tier::tight) e.tight.resize(p.out_size());
   e.scale.resize(p.out_size());
   e.lse_bound.resize(p.rows());
-  const FormatClass formats{kernel.formats().accumulate, kernel.formats().output};
+  const FormatClass formats = format_class(kernel.formats());
   const bool judge_lse = kernel.capabilities().lse;
   const auto offset = [](std::size_t i) { return static_cast<std::ptrdiff_t>(i); };
   for (std::size_t row = 0; row < p.rows(); ++row) {

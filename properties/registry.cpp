@@ -16,7 +16,7 @@ constexpr std::array kProperties = {
     RegisteredProperty{"MASKADD", check_maskadd},   RegisteredProperty{"MASKNAN", check_masknan},
     RegisteredProperty{"CAUSAL", check_causal},     RegisteredProperty{"WINDOW", check_window},
     RegisteredProperty{"ALIBI", check_alibi},       RegisteredProperty{"SINK", check_sink},
-    RegisteredProperty{"FULLMASK", check_fullmask},
+    RegisteredProperty{"DESCALE", check_descale},   RegisteredProperty{"FULLMASK", check_fullmask},
     RegisteredProperty{"PERMQ", check_permq},       RegisteredProperty{"PERMKV", check_permkv},
     RegisteredProperty{"SHIFT", check_shift},       RegisteredProperty{"TEMP", check_temp},
     RegisteredProperty{"LINV", check_linv},         RegisteredProperty{"GQA", check_gqa},

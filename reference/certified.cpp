@@ -106,6 +106,7 @@ int starting_precision(FormatId target) {
 }
 
 RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& options) {
+  require_real_inputs(p, "certified_row");
   const int S = p.dims.kv_len;
   RowResult result;
   result.out.assign(static_cast<std::size_t>(p.dims.d_v), 0.0);
@@ -191,7 +192,9 @@ RowResult certified_row(const Problem& p, RowIndex r, const ReferenceOptions& op
   }
 }
 
-ReferenceResult certified_attention(const Problem& p, const ReferenceOptions& options) {
+ReferenceResult certified_attention(const Problem& given, const ReferenceOptions& options) {
+  std::optional<Problem> storage;
+  const Problem& p = real_problem(given, storage);
   ReferenceResult result;
   result.target = options.target;
   const std::size_t rows = p.rows();

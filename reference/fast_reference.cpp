@@ -380,6 +380,7 @@ bool float64_rounding_is_decided(double high, double low, double error) {
 }  // namespace
 
 FastRow enclosed_row(const Problem& p, RowIndex r, EnclosurePrecision precision) {
+  require_real_inputs(p, "enclosed_row");
   return precision == EnclosurePrecision::extended ? enclose<long double>(p, r) : enclose<double>(p, r);
 }
 
@@ -457,8 +458,10 @@ FastRow fast_certified_row(const Problem& p, RowIndex r, FormatId target) {
   return row;
 }
 
-FastReferenceResult fast_certified_attention(const Problem& p, FormatId target, std::span<const std::size_t> rows,
+FastReferenceResult fast_certified_attention(const Problem& given, FormatId target, std::span<const std::size_t> rows,
                                              const std::function<void(std::size_t, std::size_t)>& progress) {
+  std::optional<Problem> storage;
+  const Problem& p = real_problem(given, storage);
   const std::size_t count = rows.empty() ? p.rows() : rows.size();
   FastReferenceResult result;
   result.out.reserve(count * static_cast<std::size_t>(p.dims.d_v));

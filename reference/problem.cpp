@@ -3,6 +3,8 @@
 
 #include <bit>
 #include <cmath>
+#include <stdexcept>
+#include <utility>
 #include <string>
 
 namespace attnspec {
@@ -183,6 +185,21 @@ std::vector<std::string> validate(const Problem& p) {
         break;
       }
   }
+  if (p.descales) {
+    const std::size_t expected = static_cast<std::size_t>(d.batch) * static_cast<std::size_t>(d.kv_heads);
+    const std::pair<const char*, const std::vector<double>*> factors[] = {
+        {"q_descale", &p.descales->q}, {"k_descale", &p.descales->k}, {"v_descale", &p.descales->v}};
+    for (const auto& [name, values] : factors) {
+      if (values->size() != expected)
+        errors.push_back(std::string(name) + ": expected " + std::to_string(expected) + " values ([B, Hkv]), got " +
+                         std::to_string(values->size()));
+      for (double factor : *values)
+        if (!(factor > 0 && std::isfinite(factor) && static_cast<double>(static_cast<float>(factor)) == factor)) {
+          errors.push_back(std::string(name) + ": expected float32 values > 0, finite, got " + std::to_string(factor));
+          break;
+        }
+    }
+  }
   if (!p.sinks.empty()) {
     if (p.sinks.size() != static_cast<std::size_t>(d.q_heads))
       errors.push_back("sinks: expected " + std::to_string(d.q_heads) + " values ([Hq]), got " +
@@ -227,6 +244,55 @@ std::vector<std::string> validate(const Problem& p) {
     }
   }
   return errors;
+}
+
+}  // namespace attnspec
+
+namespace attnspec {
+
+Problem apply_descales(const Problem& p) {
+  if (!p.descales || p.descales->applied) return p;
+  Problem real = p;
+  const Dims& d = p.dims;
+  // Exact where the inputs have at most 29 significant bits (every format
+  // but float64; a float32 factor has 24); a product that is not is refused
+  // rather than certified wrongly.
+  const auto scale_rows = [](std::vector<double>& values, std::size_t start, std::size_t count, double factor) {
+    for (std::size_t i = start; i < start + count; ++i) {
+      const double product = values[i] * factor;
+      if (std::isfinite(product) && (std::fma(values[i], factor, -product) != 0 || (product == 0 && values[i] != 0)))
+        throw std::invalid_argument("descales: " + std::to_string(values[i]) + " times " + std::to_string(factor) +
+                                    " is not a binary64 number; descales need inputs of at most 29 significant bits "
+                                    "(spec/SPEC.md section 2.4)");
+      values[i] = product;
+    }
+  };
+  const auto per_query_head = static_cast<std::size_t>(d.q_len) * static_cast<std::size_t>(d.d_k);
+  const auto per_key_head = static_cast<std::size_t>(d.kv_len) * static_cast<std::size_t>(d.d_k);
+  const auto per_value_head = static_cast<std::size_t>(d.kv_len) * static_cast<std::size_t>(d.d_v);
+  for (int b = 0; b < d.batch; ++b) {
+    for (int h = 0; h < d.q_heads; ++h)
+      scale_rows(real.q, (static_cast<std::size_t>(b) * d.q_heads + h) * per_query_head, per_query_head,
+                 p.descales->q_of(b, p.kv_head_of(h), d.kv_heads));
+    for (int g = 0; g < d.kv_heads; ++g) {
+      const std::size_t head = static_cast<std::size_t>(b) * d.kv_heads + g;
+      scale_rows(real.k, head * per_key_head, per_key_head, p.descales->k_of(b, g, d.kv_heads));
+      scale_rows(real.v, head * per_value_head, per_value_head, p.descales->v_of(b, g, d.kv_heads));
+    }
+  }
+  real.descales->applied = true;
+  return real;
+}
+
+const Problem& real_problem(const Problem& given, std::optional<Problem>& storage) {
+  if (!given.descales || given.descales->applied) return given;
+  storage = apply_descales(given);
+  return *storage;
+}
+
+void require_real_inputs(const Problem& p, std::string_view who) {
+  if (p.descales && !p.descales->applied)
+    throw std::logic_error(std::string(who) + " needs the real inputs: apply_descales first");
 }
 
 }  // namespace attnspec

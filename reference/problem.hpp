@@ -79,6 +79,27 @@ struct Alibi {
 // 2^(-4(2k - 1)/n), the odd slopes of 2n heads.
 std::vector<double> alibi_paper_slopes(int heads);
 
+// Descale factors (spec/SPEC.md section 2.4), FlashAttention 3's
+// q_descale, k_descale and v_descale: the kernel's inputs times these are
+// the real inputs. One float32 value > 0 per (batch, kv head) each; a query
+// head reads its kv head's. Every clause and the reference see the real
+// problem (`apply_descales`); only the kernel sees the factors.
+struct Descales {
+  std::vector<double> q, k, v;  // [B, Hkv] each
+  // Set by apply_descales: q, k and v already hold the products; the
+  // precision model still counts the kernel's roundings of the factors.
+  bool applied = false;
+  bool operator==(const Descales&) const = default;
+  double q_of(int batch, int kv_head, int kv_heads) const { return q[index(batch, kv_head, kv_heads)]; }
+  double k_of(int batch, int kv_head, int kv_heads) const { return k[index(batch, kv_head, kv_heads)]; }
+  double v_of(int batch, int kv_head, int kv_heads) const { return v[index(batch, kv_head, kv_heads)]; }
+
+ private:
+  static std::size_t index(int batch, int kv_head, int kv_heads) {
+    return static_cast<std::size_t>(batch) * static_cast<std::size_t>(kv_heads) + static_cast<std::size_t>(kv_head);
+  }
+};
+
 struct Problem {
   Dims dims;
   std::optional<double> scale;    // nullopt: 1/sqrt(d_k), exactly
@@ -92,6 +113,7 @@ struct Problem {
   // capped, masked logits and is never scaled itself. float32 values (the
   // peers' dtype for them), finite or -inf (no sink for that head).
   std::vector<double> sinks;  // [Hq]; empty: no sinks
+  std::optional<Descales> descales;
   MaskKind mask_kind = MaskKind::none;
   int mask_batch = 1;  // 1 (broadcast) or batch
   int mask_heads = 1;  // 1 (broadcast) or q_heads
@@ -134,6 +156,21 @@ struct Problem {
   RowIndex row_index(std::size_t flat) const;
   std::size_t row_flat(RowIndex r) const;
 };
+
+// The real problem of one with descales: q, k and v times their factors
+// (exact in double: a float32 factor times a value of at most 29 bits;
+// std::invalid_argument for a product that is not, as float64 inputs may
+// give), the factors kept with `applied` set. A problem without descales,
+// or with them applied, is returned as it is.
+Problem apply_descales(const Problem& p);
+
+// `given` itself when its inputs are the real ones, else apply_descales's
+// problem kept in `storage`: no copy for the problems without descales.
+const Problem& real_problem(const Problem& given, std::optional<Problem>& storage);
+
+// Throws std::logic_error when p has descales not yet applied: the
+// reference and the precision model read values as the real inputs.
+void require_real_inputs(const Problem& p, std::string_view who);
 
 // The most elements any one tensor of a problem may hold: q, k, v, the
 // mask, the output and the weights (B * Hq * L * S). 2^28 elements are

@@ -64,7 +64,8 @@ def build_parser():
         "random", help="write random small cases covering every feature",
         description="Write N case directories OUT_DIR/case_000 ... with expected.json, covering "
                     "every dtype, GQA, L != S, d_v != d_k, scale, softcap, both causal kinds, "
-                    "bool and additive masks (broadcast and full), fully masked rows, NaN in "
+                    "bool and additive masks (broadcast and full), fully masked rows, sliding windows, "
+                    "ALiBi, sinks, descales (powers of two and full float32 factors), NaN in "
                     "keys no row can see, and tied keys whose value means are rounding "
                     "midpoints. Every case is checked to be decidable in every format. Case i "
                     "depends only on (seed, i); any N >= 12 covers every feature.",

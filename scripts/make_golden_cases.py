@@ -20,6 +20,7 @@ import decimal
 import math
 import os
 import sys
+import tempfile
 import time
 from decimal import Decimal
 from fractions import Fraction
@@ -50,7 +51,7 @@ def tensor(nested):
 
 
 def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mask=None, source=None, window=None,
-              alibi=None, sinks=None):
+              alibi=None, sinks=None, descales=None):
     """case.json fields; sizes are read off the arrays' shapes."""
     (B, Hq, L, dk), (_, Hkv, S, _), (_, _, _, dv) = q[0], k[0], v[0]
     provenance = {"generator": GENERATOR, "checks": checks}
@@ -59,7 +60,8 @@ def make_meta(dtype, q, k, v, checks, scale=None, softcap=None, causal=None, mas
     return {
         "dtype": dtype, "batch": B, "q_heads": Hq, "kv_heads": Hkv, "q_len": L, "kv_len": S,
         "d_k": dk, "d_v": dv, "scale": scale, "softcap": softcap, "causal": causal,
-        "mask": mask, "window": window, "alibi": alibi, "sinks": sinks, "provenance": provenance,
+        "mask": mask, "window": window, "alibi": alibi, "sinks": sinks, "descales": descales,
+        "provenance": provenance,
     }
 
 
@@ -300,6 +302,66 @@ def sinks():
     return meta, q, k, v, mask, check, None, sink_logits
 
 
+def descales():
+    # fp8 inputs with FlashAttention 3's descales, one factor per kv head
+    # (Hq = 4, Hkv = 2: query heads 0, 1 read kv head 0, heads 2, 3 kv head
+    # 1), d_k = 4 (scale 1/2), S = 2. The real inputs are the kernel's
+    # times the factors; each head's output has a closed form in them:
+    #   head 0: a zero query (a tie), output v_descale 0 times the mean of
+    #     V0, exactly; v_descale 0 is float32(1/3), a full 24-bit factor.
+    #   head 1: q.k = (1, 3), real logits 1/2 * 2 * 3/4 * (1, 3) = (3/4, 9/4):
+    #     weights 1/(1 + e^1.5) and 1/(1 + e^-1.5) (without q's factor the
+    #     gap is 0.75, without k's 2).
+    #   head 2: q.k = (-8, 8), real logits 1/2 * 1/8 * 1/2 * (-8, 8) = (-1/4,
+    #     1/4): weights 1/(1 + e^0.5), 1/(1 + e^-0.5) (no descales: a gap
+    #     of 8; kv head 0's factors, head % Hkv: 12).
+    #   head 3: a zero query, output 7/4 times the mean of V1, exactly.
+    q = tensor([[[[0.0, 0.0, 0.0, 0.0]], [[1.0, 0.0, 0.0, 0.0]], [[4.0, 0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0, 0.0]]]])
+    k = tensor([[[[1.0, 1.0, 0.0, 0.0], [3.0, 1.0, 0.0, 0.0]], [[-2.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0]]]])
+    v = tensor([[[[1.0, -2.0], [3.0, 0.5]], [[448.0, -0.5], [-448.0, 1.5]]]])
+    third = ir.round_fraction(Fraction(1, 3), ir.FORMATS["float32"])
+    factors = {"q": [2.0, 0.125], "k": [0.75, 0.5], "v": [third, 1.75]}
+
+    def check(results, case):
+        fmt = ir.FORMATS["float8_e4m3fn"]
+        assert all(ir.is_representable(x, fmt) for x in case.q + case.k + case.v)
+        assert third != 1 / 3 and ir.is_representable(third, ir.FORMATS["float32"])
+        out, lse = values(results, "out"), values(results, "lse")
+        f = Fraction(third)
+        assert [Fraction(a.value) for a in results.out[0:2]] == [f * 2, f * Fraction(-3, 4)], "head 0: v_descale x mean"
+        assert all(a.exact for a in results.out[0:2] + results.out[6:8])
+        assert out[6:8] == [0.0, 0.875], "head 3: 7/4 x the mean of V1, exactly"
+        assert_close([lse[0], lse[3]], [math.log(2)] * 2, 12, "zero queries: lse ln 2")
+        w = 1 / (1 + math.exp(-1.5))
+        assert_close(out[2:4], [third * ((1 - w) * 1 + w * 3), third * ((1 - w) * -2 + w * 0.5)], 12, "head 1")
+        assert_close([lse[1]], [2.25 + math.log1p(math.exp(-1.5))], 12, "head 1: lse")
+        w = 1 / (1 + math.exp(-0.5))
+        assert_close(out[4:6], [1.75 * 448 * (1 - 2 * w), 1.75 * ((1 - w) * -0.5 + w * 1.5)], 10, "head 2")
+        assert_close([lse[2]], [0.25 + math.log1p(math.exp(-0.5))], 12, "head 2: lse")
+        # The same results as the real inputs, exact in float64 (a 4-bit
+        # value times a float32 factor), given without descales.
+        def real(tensor_, factors_of, head_factor):
+            (shape, flat), heads = tensor_, tensor_[0][1]
+            per_head = len(flat) // heads
+            return shape, [x * factors[factors_of][head_factor(h)] for h in range(heads)
+                           for x in flat[h * per_head:(h + 1) * per_head]]
+
+        with tempfile.TemporaryDirectory() as scratch:
+            plain = dict(meta, dtype="float64", descales=None)
+            ir.write_case(scratch, plain, real(q, "q", lambda h: h // 2), real(k, "k", lambda g: g), real(v, "v", lambda g: g))
+            plain_results = ir.compute_checked(ir.read_case(scratch))
+        for name, got in results.items():
+            assert [ir.significant_string(a) for a in got] == [
+                ir.significant_string(a) for a in getattr(plain_results, name)], f"{name}: as the real inputs"
+
+    meta = make_meta("float8_e4m3fn", q, k, v, descales=True,
+                     checks="fp8 descales per kv head (q 2, 1/8; k 3/4, 1/2; v float32(1/3), 7/4), Hq = 4, "
+                            "Hkv = 2, scale 1/2: zero queries output v_descale times the mean of V exactly; "
+                            "real logit gaps 1.5 and 0.5 (raw q.k gaps 2 and 16), weights 1/(1 + e^-gap); "
+                            "the same results as the real inputs without descales")
+    return meta, q, k, v, None, check, None, None, factors
+
+
 def dv_ne_dk():
     q = tensor([[[[1.0, -0.5, 2.0], [0.25, 1.5, -1.0]]]])
     k = tensor([[[[0.5, 1.0, -1.0], [2.0, 0.0, 0.5], [-1.5, 1.0, 1.0], [1.0, 1.0, 1.0]]]])
@@ -497,7 +559,7 @@ def subnormal_output():
 
 CASES = [
     seed_matrix, seed_two_keys, seed_zero_query, gqa, causal_top_left, causal_bottom_right,
-    causal_bottom_right_long_q, sliding_window, alibi, sinks, dv_ne_dk, fully_masked_row, softcap, additive_mask,
+    causal_bottom_right_long_q, sliding_window, alibi, sinks, descales, dv_ne_dk, fully_masked_row, softcap, additive_mask,
     explicit_scale, midpoint_tie, bfloat16_inputs, float8_e4m3fn_inputs, single_key,
     subnormal_output,
 ]
@@ -513,11 +575,11 @@ def main():
     for build in CASES:
         name = build.__name__
         case_start = time.perf_counter()
-        meta, q, k, v, mask, check, *extra = build()  # ALiBi cases add their slopes, sink cases then their sinks
-        slopes = extra[0] if extra else None
-        sink_logits = extra[1] if len(extra) > 1 else None
+        # ALiBi cases add their slopes, sink cases then their sinks, descale cases then their factors.
+        meta, q, k, v, mask, check, *extra = build()
+        slopes, sink_logits, factors = (extra + [None] * 3)[:3]
         case_dir = os.path.join(args.out, name)
-        ir.write_case(case_dir, meta, q, k, v, mask, slopes, sink_logits)
+        ir.write_case(case_dir, meta, q, k, v, mask, slopes, sink_logits, factors)
         results = ir.write_expected(case_dir)
         check(results, ir.read_case(case_dir))
         print(f"{name}: ok ({time.perf_counter() - case_start:.2f} s)")

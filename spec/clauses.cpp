@@ -20,6 +20,7 @@ constexpr std::array kClauses = {
     Clause{"WINDOW", "a sliding window equals its band as a bool mask; keys outside it, NaN or not, change nothing", ClauseKind::semantic, kNeedsWindow},
     Clause{"ALIBI", "ALiBi adds -slope |i + off - j| after the scale and softcap, as the same bias given as an additive mask", ClauseKind::semantic, kNeedsAlibi},
     Clause{"SINK", "a sink adds exp(sigma_h) to the denominator and nothing to the output, as one more key of logit sigma_h and value 0", ClauseKind::semantic, kNeedsSinks},
+    Clause{"DESCALE", "descale factors are exact scalings of q, k and v per (batch, kv head), read through the kv head", ClauseKind::semantic, kNeedsDescales},
     Clause{"FULLMASK", "a row with every key blocked outputs exactly 0", ClauseKind::semantic, kNeedsBoolMask},
     Clause{"PERMQ", "permuting query rows permutes output rows", ClauseKind::semantic, kNeedsNothing},
     Clause{"PERMKV", "permuting keys and values together leaves the output unchanged", ClauseKind::semantic, kNeedsNothing},
@@ -72,6 +73,7 @@ std::string skip_reason(const Clause& clause, const Capabilities& c) {
   lacks(kNeedsWindow, c.window_top_left || c.window_bottom_right, "sliding windows");
   lacks(kNeedsAlibi, c.alibi_top_left || c.alibi_bottom_right, "ALiBi");
   lacks(kNeedsSinks, c.sinks, "attention sinks");
+  lacks(kNeedsDescales, c.descales, "descale factors");
   lacks(kNeedsGqa, c.gqa, "GQA");
   lacks(kNeedsExplicitScale, c.explicit_scale, "an explicit scale");
   lacks(kNeedsSoftcap, c.softcap, "softcap");

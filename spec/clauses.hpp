@@ -35,6 +35,7 @@ enum Need : unsigned {
   kNeedsWindow = 1u << 7,  // either alignment
   kNeedsAlibi = 1u << 8,   // either alignment
   kNeedsSinks = 1u << 9,
+  kNeedsDescales = 1u << 10,
 };
 
 struct Clause {

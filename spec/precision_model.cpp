@@ -16,6 +16,17 @@ constexpr double kDoubleU = 0x1p-53;
 
 }  // namespace
 
+WeightsRounding weights_rounding_of(const FormatClass& formats, double n, std::span<const double> eta) {
+  WeightsRounding rounding;
+  if (!formats.weights) return rounding;
+  const FormatInfo& f = format_info(*formats.weights);
+  double eta_max = 0;
+  for (double e : eta) eta_max = std::max(eta_max, e);
+  rounding.relative = f.unit_roundoff * (1 + eta_max);
+  rounding.absolute = n * f.min_subnormal / (2 * formats.weights_scale);
+  return rounding;
+}
+
 RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std::span<const double> exact_weights,
                          std::span<const double> exact_out, double exact_lse) {
   const FormatInfo& acc = format_info(formats.accumulate);
@@ -144,9 +155,14 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   }
   for (std::size_t t = 0; t < dv; ++t)
     if (unbounded[t]) weighted[t] = kInfinity;
+  const WeightsRounding weights_rounding = weights_rounding_of(formats, n, eta);
   for (std::size_t t = 0; t < dv; ++t) {
-    const double a = valid ? weighted[t] + 2.5 * n * acc.min_normal * largest_value[t] : kInfinity;
+    // v's descale, applied to V or to the output: one more rounding of
+    // each value (u |P||V| with the weights' own error) or of the output.
+    const double descale = p.descales ? u * (bound.scale[t] + weighted[t]) : 0.0;
+    const double before = valid ? weighted[t] + descale + 2.5 * n * acc.min_normal * largest_value[t] : kInfinity;
     const double o = std::fabs(exact_out[t]);
+    const double a = before + weights_rounding.error(bound.scale[t], o, before, largest_value[t]);
     // 6.5, plus the float64 rounding of the reference value itself.
     bound.out[t] = (a + u_o * (o + a) + out.min_subnormal / 2 + kDoubleU * o) * margin;
   }

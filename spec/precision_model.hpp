@@ -4,9 +4,12 @@
 // the suite comes from here.
 #pragma once
 
+#include <cmath>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "adapters/kernel.hpp"
 #include "formats/format.hpp"
 #include "reference/problem.hpp"
 
@@ -15,7 +18,14 @@ namespace attnspec {
 struct FormatClass {
   FormatId accumulate = FormatId::float32;
   FormatId output = FormatId::float32;
+  std::optional<FormatId> weights;  // P rounded to this for P V, times weights_scale (SPEC 6.4)
+  double weights_scale = 1;
 };
+
+// What the model needs of a kernel's declaration.
+inline FormatClass format_class(const KernelFormats& f) {
+  return FormatClass{f.accumulate, f.output, f.weights, f.weights_scale};
+}
 
 struct RowBound {
   std::vector<double> out;    // B_t: absolute bound per output element (SPEC 6.5)
@@ -38,8 +48,28 @@ struct RowBound {
 // The roundings of a logit besides its dot product's d_k (SPEC 6.2): the
 // scale 6, a softcap 3, the additive term 1, up to 13 with the product
 // and its operands' conversions; ALiBi adds the distance's conversion, the
-// product with the slope and one more addition.
-inline int logit_roundings(const Problem& p) { return p.alibi ? 16 : 13; }
+// product with the slope and one more addition; descales two more (q's and
+// k's, folded into the scale or applied to the inputs, SPEC 6.2).
+inline int logit_roundings(const Problem& p) { return (p.alibi ? 16 : 13) + (p.descales ? 2 : 0); }
+
+// P rounded to a declared weights format before P V (SPEC 6.4): each
+// computed weight errs by at most `relative` times itself (the format's u,
+// on a weight within 1 + eta_max of exact) plus half the format's smallest
+// subnormal over the scale, `absolute` summed over the row's n terms. The
+// output errs by at most error(): the first terms for a denominator summed
+// before the rounding, the |o_t| ones for one summed after it (the
+// weights renormalised), over what the rounding may take from the
+// denominator.
+struct WeightsRounding {
+  double relative = 0, absolute = 0;
+  double error(double abs_scale, double out, double other_error, double largest_value) const {
+    if (relative == 0 && absolute == 0) return 0;
+    const double room = 1 - relative - absolute;
+    if (!(room > 0)) return INFINITY;
+    return (relative * (abs_scale + out + other_error) + absolute * (largest_value + out)) / room;
+  }
+};
+WeightsRounding weights_rounding_of(const FormatClass& formats, double n, std::span<const double> eta);
 
 // `exact_weights` (S values) and `exact_out` (d_v values) are the certified
 // reference's float64 results for the row, `exact_lse` its lse. The bound

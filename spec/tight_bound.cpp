@@ -36,7 +36,8 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
   // (P2) the query and the key may each be scaled and stored in the narrow
   // format before their product: 2 u_s + u_s^2 relative to L_j, and the
   // dot product's own errors on the rounded inputs; 2.01 u_s covers both.
-  const double scaled_inputs = 2.01 * u_s;
+  // Dequantised inputs (descales, SPEC 2.4) may be stored once more.
+  const double scaled_inputs = (p.descales ? 4.03 : 2.01) * u_s;
   const double u_o = out.unit_roundoff, lambda = kTightLambda;
   const Dims& d = p.dims;
   const int g = p.kv_head_of(r.head);
@@ -169,6 +170,14 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
   }
 
   const double margin = 1 + 4 * (n + d.d_k + 16) * kDoubleU;
+  // P rounded to a declared weights format (SPEC 6.4), in the worst case
+  // as in B_t: computed weights within kappa of exact.
+  WeightsRounding weights_rounding;
+  if (formats.weights) {
+    const FormatInfo& f = format_info(*formats.weights);
+    weights_rounding.relative = f.unit_roundoff * kappa;
+    weights_rounding.absolute = n * f.min_subnormal / (2 * formats.weights_scale);
+  }
   // Stored weights that underflow (gradually, A1) lose at most half the
   // storage format's smallest subnormal each.
   const double stored_underflow = narrow ? n * acc.min_subnormal / 2 : 0.0;
@@ -179,7 +188,10 @@ std::vector<double> tight_bound(const Problem& p, RowIndex r, FormatClass format
         (1 - mean_alpha);
     const double error_n = random_n * growth * kappa * worst.scale[t] + kappa * small_n[t];
     const double before_division = weights_term + (error_n + (o + weights_term) * error_d) / (1 - error_d);
-    const double a = before_division + u * (o + before_division) * (1 + u) +
+    // v's descale (as in B_t), on a value that may be stored once more.
+    const double descale = p.descales ? (u + u_s) * (worst.scale[t] + before_division) : 0.0;
+    const double a = before_division + descale + weights_rounding.error(worst.scale[t], o, before_division, largest_value[t]) +
+                     u * (o + before_division) * (1 + u) +
                      (2.5 * n * arith.min_normal + stored_underflow) * largest_value[t];
     const double tight = (a + u_o * (o + a) + out.min_subnormal / 2 + kDoubleU * o) * margin;
     bound[t] = std::min(bound[t], tight);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <unistd.h>
 
 #include "cases/io/case_dir.hpp"
@@ -109,6 +110,7 @@ TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
   c.problem.window = Window{1, 2, Alignment::bottom_right};
   c.problem.alibi = Alibi{{0.5, 0.25, 0.125, 0.0625}, false, Alignment::top_left};
   c.problem.sinks = {0.5, -INFINITY, 3, -2};
+  c.problem.descales = Descales{{2, 2, 2, 2}, {0.5, 0.5, 0.5, 0.5}, {1, 1, 1, 1}};
   save_case(c, dir_);
   const nlohmann::json with_window = read_json();
   EXPECT_EQ(keys(with_window), keys(schema.at("properties")));
@@ -191,6 +193,100 @@ TEST_F(CaseIo, BadSinksAreNamed) {
   j["sinks"] = false;
   write_json(j);
   expect_error("sinks.npy", "", "no \"sinks\": true");
+}
+
+// Factors per (batch, kv head) of the sample's [B, Hkv] = [2, 2]: a power
+// of two, a full-precision float32 value, the largest float32 and the
+// smallest subnormal one.
+Descales sample_descales() {
+  return Descales{{0.5, 3, 0x1.fffffep127, 0x1p-149}, {0x1.234568p-3, 1, 4, 8}, {1, 2, 0x1.8p-9, 1000}};
+}
+
+TEST_F(CaseIo, DescalesRoundTripAsTheKernelsInputs) {
+  Case original = sample_case();
+  original.problem.descales = sample_descales();
+  save_case(original, dir_);
+  EXPECT_EQ(read_json()["descales"], true);
+  for (const char* name : {"q_descale.npy", "k_descale.npy", "v_descale.npy"})
+    EXPECT_EQ(read_npy(dir_ / name).shape, (std::vector<std::size_t>{2, 2})) << name;
+  const Case loaded = load_case(dir_);
+  ASSERT_TRUE(loaded.problem.descales);
+  EXPECT_EQ(*loaded.problem.descales, *original.problem.descales);
+  EXPECT_FALSE(loaded.problem.descales->applied) << "a case holds the kernel's inputs";
+  EXPECT_EQ(loaded.problem.q, original.problem.q) << "the factors are not applied on loading";
+  EXPECT_EQ(loaded.problem.k, original.problem.k);
+  EXPECT_EQ(loaded.problem.v, original.problem.v);
+  original.problem.descales.reset();
+  save_case(original, dir_);
+  EXPECT_FALSE(read_json().contains("descales")) << "written only when there are some";
+  for (const char* name : {"q_descale.npy", "k_descale.npy", "v_descale.npy"}) EXPECT_FALSE(fs::exists(dir_ / name)) << name;
+  EXPECT_FALSE(load_case(dir_).problem.descales);
+  for (const nlohmann::json& none : {nlohmann::json(nullptr), nlohmann::json(false)}) {
+    nlohmann::json j = read_json();
+    j["descales"] = none;
+    write_json(j);
+    EXPECT_FALSE(load_case(dir_).problem.descales) << none;
+  }
+}
+
+// Real inputs (factors applied) written as a case would be scaled twice by
+// whoever reads it: a programming error, not a bad input.
+TEST_F(CaseIo, AppliedDescalesAreNotWritten) {
+  Case c = sample_case();
+  c.problem.descales = sample_descales();
+  c.problem = apply_descales(c.problem);
+  ASSERT_TRUE(c.problem.descales->applied);
+  EXPECT_THROW(save_case(c, dir_), std::logic_error);
+  EXPECT_FALSE(fs::exists(dir_ / "case.json"));
+}
+
+TEST_F(CaseIo, BadDescalesAreNamed) {
+  Case c = sample_case();  // B = 2, Hkv = 2
+  c.problem.descales = sample_descales();
+  save_case(c, dir_);
+  const nlohmann::json good = read_json();
+  nlohmann::json j = good;
+  j["descales"] = "fp8";
+  write_json(j);
+  expect_error("case.json", "descales", "true, false or null");
+  write_json(good);
+  write_npy(dir_ / "k_descale.npy", {NpyDtype::float64, {4}, {1, 1, 1, 1}});
+  expect_error("k_descale.npy", "shape", "[2, 2]");
+  write_npy(dir_ / "k_descale.npy", {NpyDtype::float64, {2, 1}, {1, 1}});
+  expect_error("k_descale.npy", "shape", "[2, 2]");
+  write_npy(dir_ / "k_descale.npy", {NpyDtype::float32, {2, 2}, {1, 1, 1, 1}});
+  expect_error("k_descale.npy", "dtype", "<f8");
+  write_npy(dir_ / "k_descale.npy", {NpyDtype::float64, {2, 2}, {1, 1, 1, 1}});
+  ASSERT_NO_THROW(load_case(dir_));
+  // Each bad value named with its file, its (batch, kv head) and itself.
+  write_npy(dir_ / "q_descale.npy", {NpyDtype::float64, {2, 2}, {1, 1, NAN, 1}});
+  expect_error("q_descale.npy", "values", "factor nan of (batch 1, kv head 0)");
+  write_npy(dir_ / "q_descale.npy", {NpyDtype::float64, {2, 2}, {1, INFINITY, 1, 1}});
+  expect_error("q_descale.npy", "values", "factor inf of (batch 0, kv head 1)");
+  write_npy(dir_ / "q_descale.npy", {NpyDtype::float64, {2, 2}, {1, 1, 1, 0}});
+  expect_error("q_descale.npy", "values", "factor 0 of (batch 1, kv head 1) is not a float32 value, finite and > 0");
+  write_npy(dir_ / "q_descale.npy", {NpyDtype::float64, {2, 2}, {-0.5, 1, 1, 1}});
+  expect_error("q_descale.npy", "values", "factor -0.5 of (batch 0, kv head 0)");
+  write_npy(dir_ / "q_descale.npy", {NpyDtype::float64, {2, 2}, {1, 1, 1, 1}});
+  write_npy(dir_ / "v_descale.npy", {NpyDtype::float64, {2, 2}, {1, 0.1, 1, 1}});
+  expect_error("v_descale.npy", "values", "factor 0.1 of (batch 0, kv head 1) is not a float32 value");
+  write_npy(dir_ / "v_descale.npy", {NpyDtype::float64, {2, 2}, {1, 1, 1, 0x1p-150}});
+  expect_error("v_descale.npy", "values", "float32");
+  fs::remove(dir_ / "v_descale.npy");
+  expect_error("v_descale.npy", "", "does not exist");
+  // A factor file without "descales": true (absent, null or false alike).
+  for (const char* name : {"q_descale.npy", "k_descale.npy"}) fs::remove(dir_ / name);
+  write_npy(dir_ / "v_descale.npy", {NpyDtype::float64, {2, 2}, {1, 1, 1, 1}});
+  for (const nlohmann::json& none : {nlohmann::json(nullptr), nlohmann::json(false)}) {
+    j = good;
+    j["descales"] = none;
+    write_json(j);
+    expect_error("v_descale.npy", "", "no \"descales\": true");
+  }
+  j = good;
+  j.erase("descales");
+  write_json(j);
+  expect_error("v_descale.npy", "", "no \"descales\": true");
 }
 
 TEST_F(CaseIo, BadWindowsAreNamed) {

@@ -30,6 +30,7 @@ Problem numbered_problem() {
   for (int i = 0; i < 2 * 4; ++i) alibi.slopes.push_back(i / 16.0);
   p.alibi = alibi;
   p.sinks = {0.5, -INFINITY, 1.5, 2.5};
+  p.descales = Descales{{1, 2, 4, 8}, {0.5, 0.25, 0.125, 0.0625}, {3, 5, 7, 9}, false};  // [B, Hkv]
   p.causal = Causal::bottom_right;
   p.softcap = 5;
   p.scale = 0.5;
@@ -66,18 +67,22 @@ TEST(Cuts, KeepTheChosenPartOfEveryTensorInPlace) {
   ASSERT_TRUE(c.alibi.has_value());
   EXPECT_EQ(c.alibi->slopes, std::vector<double>{p.alibi->slopes[4 + 3]});
   EXPECT_EQ(c.sinks, std::vector<double>{2.5});  // query head 3's
+  ASSERT_TRUE(c.descales.has_value());  // (b, g) = (1, 1)'s
+  EXPECT_EQ(c.descales->q, std::vector<double>{8});
+  EXPECT_EQ(c.descales->k, std::vector<double>{0.0625});
+  EXPECT_EQ(c.descales->v, std::vector<double>{9});
 }
 
 TEST(Cuts, DropOptionsOneByOne) {
   const Problem p = numbered_problem();
   Cut cut;
-  cut.mask = cut.alibi = cut.sinks = cut.causal = cut.softcap = cut.scale = false;
+  cut.mask = cut.alibi = cut.sinks = cut.descales = cut.causal = cut.softcap = cut.scale = false;
   const Problem c = cut_problem(p, cut);
   EXPECT_TRUE(validate(c).empty());
   EXPECT_EQ(c.mask_kind, MaskKind::none);
   EXPECT_TRUE(c.mask.empty());
   EXPECT_TRUE(c.sinks.empty());
-  EXPECT_FALSE(c.alibi || c.softcap || c.scale);
+  EXPECT_FALSE(c.alibi || c.descales || c.softcap || c.scale);
   EXPECT_EQ(c.causal, Causal::none);
   EXPECT_EQ(c.q, p.q);
   EXPECT_EQ(c.k, p.k);
@@ -89,7 +94,8 @@ long weight(const Cut& cut, const Problem& p) {
   const Dims d = cut_dims(cut, p.dims);
   const Problem c = cut_problem(p, cut);
   const int options = (c.mask_kind != MaskKind::none) + (c.causal != Causal::none) + c.window.has_value() +
-                      c.alibi.has_value() + !c.sinks.empty() + c.softcap.has_value() + c.scale.has_value();
+                      c.alibi.has_value() + !c.sinks.empty() + c.descales.has_value() + c.softcap.has_value() +
+                      c.scale.has_value();
   return static_cast<long>(d.batch) * d.q_heads * d.kv_heads * d.q_len * d.kv_len * d.d_k * d.d_v * 64 + options;
 }
 
@@ -108,7 +114,7 @@ TEST(Cuts, SmallerCutsAreSmallerAndEndAtOneElement) {
   }
   EXPECT_EQ(cut_dims(cut, p.dims), (Dims{1, 1, 1, 1, 1, 1, 1}));
   const Problem last = cut_problem(p, cut);
-  EXPECT_FALSE(last.alibi || !last.sinks.empty() || last.softcap || last.scale || last.mask_kind != MaskKind::none ||
+  EXPECT_FALSE(last.alibi || !last.sinks.empty() || last.descales || last.softcap || last.scale || last.mask_kind != MaskKind::none ||
                last.causal != Causal::none);
   EXPECT_GT(steps, 6);
 }

@@ -50,6 +50,8 @@ struct Shares {
   int alibi = 0;            // ALiBi biases
   int sinks = 0;            // attention sinks
   int large_sinks = 0;      // a sink of 128 or more: past float32's exp range above the logits
+  int descales = 0;         // descale factors
+  int uneven_descales = 0;  // factors that differ between the kv heads of one batch entry
 };
 
 Shares draw(const char* profile_name) {
@@ -80,20 +82,27 @@ Shares draw(const char* profile_name) {
     s.alibi += p.alibi.has_value();
     s.sinks += !p.sinks.empty();
     s.large_sinks += std::any_of(p.sinks.begin(), p.sinks.end(), [](double sigma) { return sigma >= 128; });
+    s.descales += p.descales.has_value();
+    bool uneven = false;
+    for (int b = 0; b < d.batch && p.descales; ++b)
+      for (int g = 1; g < d.kv_heads; ++g)
+        uneven = uneven || p.descales->k_of(b, g, d.kv_heads) != p.descales->k_of(b, 0, d.kv_heads);
+    s.uneven_descales += uneven;
   }
   std::printf("  %s: %d cases: %d small, %d tile, %d long; L >= 65: %d; partial 128-key tile: %d; d_k >= 32: %d; "
               "d_v > 64: %d; full-precision inputs: %d; windows: %d (%d blocking a key); ALiBi: %d; sinks: %d (%d of "
-              "them >= 128)\n",
+              "them >= 128); descales: %d (%d uneven over kv heads)\n",
               profile_name, s.cases, s.small, s.tile, s.long_rows, s.long_queries, s.partial_key_tile, s.wide_keys,
-              s.wide_values, s.full_precision, s.windowed, s.window_blocks, s.alibi, s.sinks, s.large_sinks);
+              s.wide_values, s.full_precision, s.windowed, s.window_blocks, s.alibi, s.sinks, s.large_sinks, s.descales,
+              s.uneven_descales);
   return s;
 }
 
 // The figures SPEC 7.1 states (seed 1 gives, in quick: 40 small, 60 tile;
 // L >= 65 in 42, a partial 128-key tile in 19, d_k >= 32 in 32, d_v > 64
-// in 24, full-precision inputs in 43, a window in 26, 17 of which block a
-// key, ALiBi in 33, sinks in 28, 5 of them 128 or more; in ci 30 long of
-// 300), with slack.
+// in 24, full-precision inputs in 45, a window in 26, 17 of which block a
+// key, ALiBi in 33, sinks in 28, 5 of them 128 or more, descales in 28, 16
+// of them uneven over kv heads; in ci 30 long of 300), with slack.
 TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {
   const Shares s = draw("quick");
   ASSERT_EQ(s.cases, 100);
@@ -110,6 +119,8 @@ TEST(DrawStatistics, QuickProfileReachesTheTileSpace) {
   EXPECT_GE(s.alibi, 15);
   EXPECT_GE(s.sinks, 15);
   EXPECT_GE(s.large_sinks, 3);
+  EXPECT_GE(s.descales, 15);
+  EXPECT_GE(s.uneven_descales, 5);
 }
 
 TEST(DrawStatistics, CiProfileAddsLongRows) {

@@ -58,7 +58,7 @@ Worst check_kernel(Kernel& kernel, const Problem& p) {
   Worst worst;
   const KernelResult got = kernel.run(p);
   const ReferenceResult ref = certified_attention(p);
-  const FormatClass formats{kernel.formats().accumulate, kernel.formats().output};
+  const FormatClass formats = format_class(kernel.formats());
   const double u_out = format_info(formats.output).unit_roundoff;
   const auto S = static_cast<std::size_t>(p.dims.kv_len), dv = static_cast<std::size_t>(p.dims.d_v);
   for (std::size_t row = 0; row < p.rows(); ++row) {
@@ -171,7 +171,7 @@ TEST(PrecisionModel, CatchesAScaleBySqrtOfModelWidth) {
   const KernelResult got = kernel.run(p);
   std::size_t outside = 0;
   for (std::size_t row = 0; row < p.rows(); ++row) {
-    const RowBound bound = precision_bound(p, p.row_index(row), {FormatId::float32, FormatId::float32},
+    const RowBound bound = precision_bound(p, p.row_index(row), FormatClass{FormatId::float32, FormatId::float32, std::nullopt, 1},
                                            std::span(ref.weights).subspan(row * 5, 5),
                                            std::span(ref.out).subspan(row * 2, 2), ref.lse[row]);
     for (std::size_t t = 0; t < 2; ++t)

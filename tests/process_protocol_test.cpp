@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 const std::string kGoodHello =
     R"({"protocol": 1, "name": "x", "formats": {"input": "float32", "accumulate": "float32", "output": "bfloat16"},
         "capabilities": {"masks": ["bool"], "causal": ["bottom_right"], "window": ["top_left"],
-                         "alibi": ["bottom_right"], "sinks": true, "gqa": true,
+                         "alibi": ["bottom_right"], "sinks": true, "descales": true, "gqa": true,
                          "max_elements": 64}})";
 
 using testing::error_of;
@@ -41,6 +41,7 @@ TEST(ProcessProtocol, ParsesAHelloReply) {
   EXPECT_FALSE(info.capabilities.alibi_top_left);
   EXPECT_TRUE(info.capabilities.alibi_bottom_right);
   EXPECT_TRUE(info.capabilities.sinks);
+  EXPECT_TRUE(info.capabilities.descales);
   EXPECT_TRUE(info.capabilities.gqa);
   EXPECT_FALSE(info.capabilities.softcap);  // left out: unsupported
   EXPECT_EQ(info.capabilities.max_elements, 64u);
@@ -61,6 +62,9 @@ TEST(ProcessProtocol, RejectsBadHelloRepliesNamingTheField) {
   reply = nlohmann::json::parse(kGoodHello);
   reply["capabilities"]["window"] = {"bottom-right"};
   EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.window"), std::string::npos);
+  reply = nlohmann::json::parse(kGoodHello);
+  reply["capabilities"]["descales"] = "fp8";
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.descales"), std::string::npos);
   reply = nlohmann::json::parse(kGoodHello);
   reply["capabilities"]["max_elements"] = 0;
   EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("max_elements"), std::string::npos);

@@ -1,5 +1,5 @@
 // The reference implements the semantics of spec/SPEC.md §2: GQA head
-// mapping, both causal alignments, sliding windows, ALiBi, sinks, masks (bool = additive {0, -inf},
+// mapping, both causal alignments, sliding windows, ALiBi, sinks, descales, masks (bool = additive {0, -inf},
 // broadcasting), fully masked rows, softcap order, the default scale, and
 // what NaN and infinity at visible and blocked positions do. Each test
 // compares two problems that the spec says are equal, or a closed form.
@@ -10,6 +10,7 @@
 
 #include "formats/round_multiprecision.hpp"
 #include "reference/certified.hpp"
+#include "reference/fast_reference.hpp"
 #include "reference/multiprecision.hpp"
 #include "problem_builder.hpp"
 
@@ -208,6 +209,54 @@ TEST(Semantics, SinkIsOneMoreKeyWithLogitSigmaAndValueZero) {
   Problem without = p;
   p.sinks = {-INFINITY, -INFINITY};
   expect_same_results(p, without);
+}
+
+TEST(Semantics, DescalesScaleTheInputsPerKvHead) {
+  // B = 2, Hq = 4, Hkv = 2: query heads 0, 1 read kv head 0's factors, 2, 3
+  // kv head 1's; every (tensor, b, g) its own factor.
+  std::mt19937_64 random(12);
+  const Dims d = dims(2, 4, 2, 3, 5, 4, 3);
+  Problem given = random_problem(random, d, FormatId::float8_e4m3fn);
+  given.softcap = 6;
+  given.sinks = {0.5, -INFINITY, 1.25, -1};
+  given.descales = Descales{{0.5, 2, 0.75, 0x1.8p-7}, {4, 0.25, 0x1.2p-3, 1}, {3, 0x1p-9, 0.625, 8}, false};
+  Problem real = given;
+  real.descales.reset();
+  const auto factor = [&](const std::vector<double>& f, int b, int g) { return f[static_cast<std::size_t>(b * 2 + g)]; };
+  for (int b = 0; b < 2; ++b)
+    for (int h = 0; h < 4; ++h)
+      for (int i = 0; i < d.q_len * d.d_k; ++i)
+        real.q[static_cast<std::size_t>((b * 4 + h) * d.q_len * d.d_k + i)] *= factor(given.descales->q, b, h / 2);
+  for (int b = 0; b < 2; ++b)
+    for (int g = 0; g < 2; ++g) {
+      for (int i = 0; i < d.kv_len * d.d_k; ++i)
+        real.k[static_cast<std::size_t>((b * 2 + g) * d.kv_len * d.d_k + i)] *= factor(given.descales->k, b, g);
+      for (int i = 0; i < d.kv_len * d.d_v; ++i)
+        real.v[static_cast<std::size_t>((b * 2 + g) * d.kv_len * d.d_v + i)] *= factor(given.descales->v, b, g);
+    }
+  expect_same_results(given, real);
+  const FastReferenceResult fast_given = fast_certified_attention(given, FormatId::float32);
+  const FastReferenceResult fast_real = fast_certified_attention(real, FormatId::float32);
+  expect_same(fast_given.out, fast_real.out, "fast out");
+  // The row-level entry points refuse factors not yet applied.
+  EXPECT_THROW(certified_row(given, {0, 0, 0}, ReferenceOptions{}), std::logic_error);
+  EXPECT_NO_THROW(certified_row(apply_descales(given), {0, 0, 0}, ReferenceOptions{}));
+}
+
+TEST(Semantics, DescalesAreFloat32ValuesAboveZeroPerBatchAndKvHead) {
+  std::mt19937_64 random(13);
+  const Problem p = random_problem(random, dims(2, 2, 1, 1, 2, 2, 2), FormatId::float32);
+  const auto errors_with = [&](Descales descales) {
+    Problem q = p;
+    q.descales = std::move(descales);
+    return validate(q);
+  };
+  EXPECT_TRUE(errors_with({{1, 2}, {1, 2}, {1, 2}, false}).empty());
+  const std::vector<std::string> errors = errors_with({{1}, {0, 1}, {0.1, NAN}, false});
+  ASSERT_EQ(errors.size(), 3u);
+  EXPECT_NE(errors[0].find("q_descale: expected 2 values ([B, Hkv]), got 1"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find("k_descale: expected float32 values > 0"), std::string::npos) << errors[1];
+  EXPECT_NE(errors[2].find("v_descale: expected float32 values > 0"), std::string::npos) << errors[2];  // 0.1: not float32
 }
 
 TEST(Semantics, FullyMaskedRowsOutputZeroWithLseMinusInfinity) {

@@ -5,6 +5,8 @@
 // seeds (scale by the head width).
 #include "adapters/mutants/mutants.hpp"
 
+#include "adapters/online/online_kernel.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -46,6 +48,8 @@ enum class Bug {
   layout_mixup,         // output written head-major, [Hq, B, L, d_v]
   drop_last_tile,       // tiled loop stops before a partial last tile
   no_rescale,           // online softmax forgets to rescale the output when the max grows
+  descale_v_dropped,    // v's descale never applied (flashinfer#1023: fp8 scales ignored by one backend)
+  descale_query_head,   // descales read as if [B, Hq]: entry b Hq + h, not (b, h / group)
 };
 
 // Visibility with a bug's causal alignment and window (the mask as in the
@@ -84,6 +88,22 @@ bool is_sink_bug(Bug bug) {
          bug == Bug::sink_empty_row || bug == Bug::sink_outside_max || bug == Bug::sink_every_tile;
 }
 
+bool is_descale_bug(Bug bug) { return bug == Bug::descale_v_dropped || bug == Bug::descale_query_head; }
+
+// Query head h's descale factors (q, k, v) as the bug reads them; 1 without
+// descales. The [B, Hq] reading wraps round the [B, Hkv] array, as a
+// kernel reading past it would read something.
+std::array<float, 3> descales_under(const Problem& p, int batch, int head, Bug bug) {
+  if (!p.descales) return {1, 1, 1};
+  const Dims& d = p.dims;
+  const Descales& f = *p.descales;
+  std::size_t index = static_cast<std::size_t>(batch) * d.kv_heads + p.kv_head_of(head);
+  if (bug == Bug::descale_query_head)
+    index = (static_cast<std::size_t>(batch) * d.q_heads + head) % (static_cast<std::size_t>(d.batch) * d.kv_heads);
+  return {static_cast<float>(f.q[index]), static_cast<float>(f.k[index]),
+          bug == Bug::descale_v_dropped ? 1.0f : static_cast<float>(f.v[index])};
+}
+
 // The row's sink as the bug reads it (nullopt: none).
 std::optional<float> sink_under(const Problem& p, RowIndex r, Bug bug, float scale) {
   if (p.sinks.empty()) return std::nullopt;
@@ -117,6 +137,7 @@ class MutantBase : public Kernel {
   Capabilities capabilities() const override {
     Capabilities c = full_capabilities();
     c.sinks = is_sink_bug(bug_);
+    c.descales = is_descale_bug(bug_);
     return c;
   }
 
@@ -140,13 +161,17 @@ class RowKernel final : public MutantBase {
     for (int b = 0; b < d.batch; ++b) {
       for (int h = 0; h < d.q_heads; ++h) {
         const int g = bug_ == Bug::gqa_modulo ? h % d.kv_heads : p.kv_head_of(h);
+        // Descales as FlashAttention 3 applies them: q's and k's in the
+        // scale, v's on the output.
+        const auto [q_descale, k_descale, v_descale] = descales_under(p, b, h, bug_);
+        const float logit_scale = scale * q_descale * k_descale;
         std::vector<float> x(L * S);
         std::vector<char> seen(L * S);
         for (int i = 0; i < d.q_len; ++i) {
           const RowIndex r{b, h, i};
           for (int j = 0; j < d.kv_len; ++j) {
             const bool visible = visible_under(p, r, j, bug_);
-            float logit = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
+            float logit = dot(p.query_row(r), p.key_row(b, g, j)) * logit_scale;
             const float cap = p.softcap ? static_cast<float>(*p.softcap) : 0.0f;
             if (p.softcap && bug_ != Bug::softcap_after_mask) logit = cap * std::tanh(logit / cap);
             const auto offset = static_cast<float>(offset_under(p, r, j, bug_, scale));
@@ -177,7 +202,8 @@ class RowKernel final : public MutantBase {
             const auto v = p.value_row(b, g, static_cast<int>(j));
             for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] += weight * static_cast<float>(v[t]);
           }
-          for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] = static_cast<float>(result.out[row * d.d_v + t]);
+          for (int t = 0; t < d.d_v; ++t)
+            result.out[row * d.d_v + t] = static_cast<float>(result.out[row * d.d_v + t]) * v_descale;
         }
       }
     }
@@ -325,9 +351,22 @@ std::span<const MutantEntry> mutant_kernels() {
     ATTNSPEC_MUTANT(RowKernel, gqa_modulo, "mutant-gqa-modulo", "kv head h % Hkv instead of h / (Hq/Hkv)", "GQA"),
     ATTNSPEC_MUTANT(RowKernel, softcap_after_mask, "mutant-softcap-after-mask", "softcap applied after the mask", "SOFTCAP"),
     ATTNSPEC_MUTANT(RowKernel, weights_bf16, "mutant-weights-bf16", "weights rounded to bfloat16 before P V, fp32 claimed", "PREC"),
+    ATTNSPEC_MUTANT(RowKernel, descale_v_dropped, "mutant-descale-v-dropped", "v's descale never applied", "DESCALE"),
+    ATTNSPEC_MUTANT(RowKernel, descale_query_head, "mutant-descale-query-head",
+                    "descales read as [B, Hq] (entry b Hq + h), not per kv head", "DESCALE"),
     ATTNSPEC_MUTANT(RowKernel, layout_mixup, "mutant-layout-mixup", "output written head-major [Hq, B, L, d_v]", "BATCH"),
     ATTNSPEC_MUTANT(TiledKernel, drop_last_tile, "mutant-drop-last-tile", "tiled loop drops a partial last tile", "PREC"),
     ATTNSPEC_MUTANT(TiledKernel, no_rescale, "mutant-no-rescale", "online softmax does not rescale the output", "PREC"),
+    // online-fp8 with P scaled wrongly before its e4m3 rounding.
+    // Its bug needs a weight of about e^-7 to e^-11 (e4m3's subnormals
+    // without the scale): a logit gap that the drawn small e4m3 values reach
+    // only with a few tens of components, which cutting d_k loses.
+    MutantEntry{"mutant-fp8-weights-unscaled", "fp8: P rounded to e4m3 without the declared scale 256: small weights underflow",
+                "PREC", [] { return make_online_fp8_with_weights_scale("mutant-fp8-weights-unscaled", 1); },
+                Dims{2, 4, 2, 4, 40, 32, 4}},
+    MutantEntry{"mutant-fp8-weights-overflow",
+                "fp8: P times 4096 before e4m3 (flash-attention #2577): weights above 448/4096 become NaN", "PREC",
+                [] { return make_online_fp8_with_weights_scale("mutant-fp8-weights-overflow", 4096); }},
   };
   static const std::vector<MutantEntry> all = [] {
     std::vector<MutantEntry> entries(kMutants.begin(), kMutants.end());

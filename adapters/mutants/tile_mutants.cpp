@@ -49,7 +49,10 @@ class BlockedKernel final : public Kernel {
   }
   Capabilities capabilities() const override {
     Capabilities c = full_capabilities();
-    c.sinks = false;  // none of these bugs is about sinks: their draws stay those of a kernel without them
+    // None of these bugs is about sinks or descales: their draws stay those
+    // of a kernel without them.
+    c.sinks = false;
+    c.descales = false;
     return c;
   }
 

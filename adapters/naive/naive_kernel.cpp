@@ -17,17 +17,28 @@ class NaiveKernel final : public Kernel {
   using Matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   static constexpr FormatId kArithmetic = std::is_same_v<Scalar, double> ? FormatId::float64 : FormatId::float32;
 
-  explicit NaiveKernel(FormatId output = kArithmetic, FormatId storage = kArithmetic)
-      : output_(output), storage_(storage) {}
+  explicit NaiveKernel(FormatId output = kArithmetic, FormatId storage = kArithmetic,
+                       std::optional<FormatId> weights = std::nullopt, double weights_scale = 1)
+      : output_(output), storage_(storage), weights_(weights), weights_scale_(static_cast<Scalar>(weights_scale)) {}
 
   std::string name() const override {
     const std::string base = std::is_same_v<Scalar, double> ? "naive-f64" : "naive-f32";
     return output_ == kArithmetic ? base : base + "-to-" + std::string(format_info(output_).name);
   }
 
-  KernelFormats formats() const override { return {output_, storage_, output_}; }
+  KernelFormats formats() const override {
+    KernelFormats f{output_, storage_, output_};
+    f.weights = weights_;
+    f.weights_scale = static_cast<double>(weights_scale_);
+    return f;
+  }
 
-  Capabilities capabilities() const override { return full_capabilities(); }
+  Capabilities capabilities() const override {
+    Capabilities c = full_capabilities();
+    // float64 inputs times float32 factors are not binary64 numbers (SPEC 2.4).
+    c.descales = format_info(output_).precision <= 29;
+    return c;
+  }
 
   KernelResult run(const Problem& p) override {
     const Dims& d = p.dims;
@@ -39,9 +50,19 @@ class NaiveKernel final : public Kernel {
     for (int b = 0; b < d.batch; ++b) {
       for (int h = 0; h < d.q_heads; ++h) {
         const int g = p.kv_head_of(h);
-        const Matrix q = rows_of(p, [&](int i) { return p.query_row({b, h, i}); }, d.q_len, d.d_k);
-        const Matrix k = rows_of(p, [&](int j) { return p.key_row(b, g, j); }, d.kv_len, d.d_k);
-        const Matrix v = rows_of(p, [&](int j) { return p.value_row(b, g, j); }, d.kv_len, d.d_v);
+        Matrix q = rows_of(p, [&](int i) { return p.query_row({b, h, i}); }, d.q_len, d.d_k);
+        Matrix k = rows_of(p, [&](int j) { return p.key_row(b, g, j); }, d.kv_len, d.d_k);
+        Matrix v = rows_of(p, [&](int j) { return p.value_row(b, g, j); }, d.kv_len, d.d_v);
+        if (p.descales) {
+          // Dequantised first, as a framework's reference does (FlashAttention
+          // 3's tests multiply the fp8 tensors by their descales).
+          const auto dequantise = [this](Matrix& m, double factor) {
+            m = (m * static_cast<Scalar>(factor)).unaryExpr([this](Scalar x) { return store(x); });
+          };
+          dequantise(q, p.descales->q_of(b, g, d.kv_heads));
+          dequantise(k, p.descales->k_of(b, g, d.kv_heads));
+          dequantise(v, p.descales->v_of(b, g, d.kv_heads));
+        }
         Matrix logits = (q * k.transpose()) * scale;
         logits = logits.unaryExpr([this](Scalar x) { return store(x); });
         std::vector<char> has_visible(static_cast<std::size_t>(d.q_len), 0);
@@ -75,7 +96,14 @@ class NaiveKernel final : public Kernel {
                                                                  : std::max(logits.row(i).maxCoeff(), sink_logit);
           logits.row(i) = (logits.row(i).array() - max).exp().matrix();
           const Scalar sum = logits.row(i).sum() + (sink ? std::exp(sink_logit - max) : Scalar(0));
-          logits.row(i) /= sum;
+          if (weights_) {  // P times the scale rounded for P V; the denominator from P as it was
+            logits.row(i) = logits.row(i).unaryExpr([this](Scalar x) {
+              return static_cast<Scalar>(round_to_format(static_cast<double>(x * weights_scale_), *weights_));
+            });
+            logits.row(i) /= sum * weights_scale_;
+          } else {
+            logits.row(i) /= sum;
+          }
           logits.row(i) = logits.row(i).unaryExpr([this](Scalar x) { return store(x); });
           result.lse[row] = static_cast<double>(max + std::log(sum));
         }
@@ -106,6 +134,8 @@ class NaiveKernel final : public Kernel {
 
   FormatId output_;
   FormatId storage_;
+  std::optional<FormatId> weights_;
+  Scalar weights_scale_;
 
   template <typename RowOf>
   static Matrix rows_of(const Problem&, RowOf row_of, int rows, int cols) {
@@ -122,6 +152,15 @@ class NaiveKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_naive_f64() { return std::make_unique<NaiveKernel<double>>(); }
 std::unique_ptr<Kernel> make_naive_f32() { return std::make_unique<NaiveKernel<float>>(); }
+
+std::unique_ptr<Kernel> make_naive_kernel(const KernelFormats& f) {
+  if (!f.weights) return make_naive_kernel(f.accumulate, f.output);
+  const FormatId storage = f.accumulate == FormatId::float64 || f.accumulate == FormatId::float32 ? FormatId::float32
+                                                                                                 : f.accumulate;
+  if (f.accumulate == FormatId::float64)
+    return std::make_unique<NaiveKernel<double>>(f.output, FormatId::float64, f.weights, f.weights_scale);
+  return std::make_unique<NaiveKernel<float>>(f.output, storage, f.weights, f.weights_scale);
+}
 
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output) {
   if (accumulate == FormatId::float64) return std::make_unique<NaiveKernel<double>>(output);

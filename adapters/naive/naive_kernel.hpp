@@ -18,5 +18,10 @@ std::unique_ptr<Kernel> make_naive_f32();
 // framework composing 16-bit tensor operations does; the result rounded
 // to `output`.
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output);
+// The same, for a kernel that also declares a weights format (spec/SPEC.md
+// 6.4): the unnormalised weights times the scale rounded to it for P V, the
+// denominator from the weights before that rounding, as FlashAttention 3's
+// own reference of its fp8 path does not but its kernel does.
+std::unique_ptr<Kernel> make_naive_kernel(const KernelFormats& formats);
 
 }  // namespace attnspec

@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -28,20 +29,20 @@ struct RowState {
 
 class OnlineKernel final : public Kernel {
  public:
-  OnlineKernel(FormatId io, TileSizes tiles) : io_(io), tiles_(tiles) {
+  // `applied_weights_scale`: what the kernel multiplies P by before rounding
+  // it to formats.weights; a correct kernel applies the declared scale
+  // (the fp8 mutants do not).
+  OnlineKernel(std::string name, KernelFormats formats, TileSizes tiles, double applied_weights_scale)
+      : name_(std::move(name)), formats_(formats), tiles_(tiles), weights_scale_(static_cast<float>(applied_weights_scale)) {
     if (tiles.queries < 1 || tiles.keys < 1) throw std::invalid_argument("online kernel: tile sizes must be >= 1");
+    if (formats.accumulate != FormatId::float32) throw std::invalid_argument("online kernel: float32 accumulation only");
+    if (const std::string error = formats_error(formats); !error.empty())
+      throw std::invalid_argument("online kernel: " + error);
   }
 
-  std::string name() const override {
-    switch (io_) {
-      case FormatId::float32: return "online-f32";
-      case FormatId::bfloat16: return "online-bf16";
-      case FormatId::float16: return "online-f16";
-      default: return "online-" + std::string(format_info(io_).name);
-    }
-  }
+  std::string name() const override { return name_; }
 
-  KernelFormats formats() const override { return {io_, FormatId::float32, io_}; }
+  KernelFormats formats() const override { return formats_; }
 
   Capabilities capabilities() const override { return full_capabilities(); }
 
@@ -62,6 +63,14 @@ class OnlineKernel final : public Kernel {
   void run_query_tile(const Problem& p, int b, int h, int first, int last, float scale, KernelResult& result) const {
     const Dims& d = p.dims;
     const int g = p.kv_head_of(h);
+    // FlashAttention 3's descales: q's and k's folded into the scale (so the
+    // lse includes them), v's applied to the normalised output.
+    float v_descale = 1;
+    if (p.descales) {
+      scale = scale * static_cast<float>(p.descales->q_of(b, g, d.kv_heads)) *
+              static_cast<float>(p.descales->k_of(b, g, d.kv_heads));
+      v_descale = static_cast<float>(p.descales->v_of(b, g, d.kv_heads));
+    }
     std::vector<RowState> rows(static_cast<std::size_t>(last - first));
     for (RowState& row : rows) row.acc.assign(static_cast<std::size_t>(d.d_v), 0.0f);
     std::vector<float> logits(static_cast<std::size_t>(tiles_.keys));
@@ -97,9 +106,10 @@ class OnlineKernel final : public Kernel {
         for (int j = key0; j < key1; ++j) {
           if (!visible[static_cast<std::size_t>(j - key0)]) continue;
           const float weight = std::exp(logits[static_cast<std::size_t>(j - key0)] - new_max);
-          tile_sum += weight;
+          tile_sum += weight;  // the denominator from P before any rounding (FlashAttention 3)
+          const float factor = formats_.weights ? stored_weight(weight) : weight;
           const auto v = p.value_row(b, g, j);
-          for (int t = 0; t < d.d_v; ++t) tile_acc[static_cast<std::size_t>(t)] += weight * static_cast<float>(v[t]);
+          for (int t = 0; t < d.d_v; ++t) tile_acc[static_cast<std::size_t>(t)] += factor * static_cast<float>(v[t]);
         }
         row.sum = row.sum * rescale + tile_sum;
         for (int t = 0; t < d.d_v; ++t)
@@ -131,7 +141,9 @@ class OnlineKernel final : public Kernel {
         row.max = new_max;
       }
       for (int t = 0; t < d.d_v; ++t)
-        result.out[flat * d.d_v + t] = round_to_format(static_cast<double>(row.acc[static_cast<std::size_t>(t)] / row.sum), io_);
+        result.out[flat * d.d_v + t] = round_to_format(
+            static_cast<double>(row.acc[static_cast<std::size_t>(t)] / (row.sum * weights_scale_) * v_descale),
+            formats_.output);
       result.lse[flat] = static_cast<double>(row.max + std::log(row.sum));
     }
   }
@@ -170,17 +182,45 @@ class OnlineKernel final : public Kernel {
     return lanes[0];
   }
 
-  FormatId io_;
+  // P times the scale, rounded to the weights format for P V, as
+  // FlashAttention 3 converts its P tile to e4m3 (the 1/scale goes into the
+  // final division).
+  float stored_weight(float weight) const {
+    return static_cast<float>(round_to_format(static_cast<double>(weight * weights_scale_), *formats_.weights));
+  }
+
+  std::string name_;
+  KernelFormats formats_;
   TileSizes tiles_;
+  float weights_scale_;  // 1 without a weights format
 };
 
 }  // namespace
 
 std::unique_ptr<Kernel> make_online_kernel(FormatId io_format, TileSizes tiles) {
-  return std::make_unique<OnlineKernel>(io_format, tiles);
+  const std::string name = io_format == FormatId::float32    ? "online-f32"
+                           : io_format == FormatId::bfloat16 ? "online-bf16"
+                           : io_format == FormatId::float16  ? "online-f16"
+                                                             : "online-" + std::string(format_info(io_format).name);
+  return std::make_unique<OnlineKernel>(name, KernelFormats{io_format, FormatId::float32, io_format}, tiles, 1.0);
 }
 std::unique_ptr<Kernel> make_online_f32() { return make_online_kernel(FormatId::float32); }
 std::unique_ptr<Kernel> make_online_bf16() { return make_online_kernel(FormatId::bfloat16); }
 std::unique_ptr<Kernel> make_online_f16() { return make_online_kernel(FormatId::float16); }
+
+KernelFormats fp8_formats() {
+  KernelFormats f{FormatId::float8_e4m3fn, FormatId::float32, FormatId::bfloat16};
+  f.weights = FormatId::float8_e4m3fn;
+  f.weights_scale = 256;
+  return f;
+}
+
+std::unique_ptr<Kernel> make_online_fp8() {
+  return std::make_unique<OnlineKernel>("online-fp8", fp8_formats(), kFlash3Fp8Tiles, 256.0);
+}
+
+std::unique_ptr<Kernel> make_online_fp8_with_weights_scale(std::string name, double applied_scale) {
+  return std::make_unique<OnlineKernel>(std::move(name), fp8_formats(), kFlash3Fp8Tiles, applied_scale);
+}
 
 }  // namespace attnspec

@@ -18,8 +18,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 12> kCapabilityKeys = {
-    "masks", "causal", "window", "alibi", "sinks", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows", "max_elements"};
+constexpr std::array<std::string_view, 13> kCapabilityKeys = {
+    "masks", "causal", "window", "alibi", "sinks", "descales", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows",
+    "max_elements"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
@@ -91,7 +92,8 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
          formats.output == other.formats.output && a.bool_mask == b.bool_mask && a.additive_mask == b.additive_mask &&
          a.causal_top_left == b.causal_top_left && a.causal_bottom_right == b.causal_bottom_right &&
          a.window_top_left == b.window_top_left && a.window_bottom_right == b.window_bottom_right &&
-         a.alibi_top_left == b.alibi_top_left && a.alibi_bottom_right == b.alibi_bottom_right && a.sinks == b.sinks && a.gqa == b.gqa &&
+         a.alibi_top_left == b.alibi_top_left && a.alibi_bottom_right == b.alibi_bottom_right && a.sinks == b.sinks &&
+         a.descales == b.descales && a.gqa == b.gqa &&
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
          a.fully_masked_rows == b.fully_masked_rows &&
          a.max_elements == b.max_elements;
@@ -117,8 +119,20 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   if (!reply.contains("formats") || !reply["formats"].is_object())
     fail("formats", "expected an object {\"input\": ..., \"accumulate\": ..., \"output\": ...}");
   const json& formats = reply["formats"];
-  reject_unknown(formats, "formats.", {"input", "accumulate", "output"});
+  reject_unknown(formats, "formats.", {"input", "accumulate", "output", "weights", "weights_scale"});
   info.formats = {get_format(formats, "input"), get_format(formats, "accumulate"), get_format(formats, "output")};
+  // Optional: P rounded to "weights" times "weights_scale" for P V (SPEC 6.4).
+  if (formats.contains("weights")) {
+    info.formats.weights = get_format(formats, "weights");
+    if (formats.contains("weights_scale")) {
+      const json& scale = formats["weights_scale"];
+      if (!scale.is_number()) fail("formats.weights_scale", "expected a number >= 1, got " + shown(scale));
+      info.formats.weights_scale = scale.get<double>();
+    }
+    if (const std::string error = formats_error(info.formats); !error.empty()) fail("formats.weights_scale", error);
+  } else if (formats.contains("weights_scale")) {
+    fail("formats.weights_scale", "given without formats.weights (the format P is rounded to)");
+  }
   if (!reply.contains("capabilities") || !reply["capabilities"].is_object())
     fail("capabilities", "expected an object (see the schema)");
   const json& caps = reply["capabilities"];
@@ -139,6 +153,10 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   c.alibi_top_left = has(alibi, "top_left");
   c.alibi_bottom_right = has(alibi, "bottom_right");
   c.sinks = get_bool(caps, "sinks", "capabilities.");
+  c.descales = get_bool(caps, "descales", "capabilities.");
+  if (c.descales && format_info(info.formats.input).precision > 29)
+    fail("capabilities.descales", "true with " + std::string(format_info(info.formats.input).name) +
+                                      " inputs: descales need inputs of at most 29 significant bits (SPEC 2.4)");
   c.gqa = get_bool(caps, "gqa", "capabilities.");
   c.explicit_scale = get_bool(caps, "scale", "capabilities.");
   c.softcap = get_bool(caps, "softcap", "capabilities.");

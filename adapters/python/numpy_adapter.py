@@ -31,6 +31,7 @@ def hello(dtype_name):
             "window": ["top_left", "bottom_right"],
             "alibi": ["top_left", "bottom_right"],
             "sinks": True,
+            "descales": True,
             "gqa": True,
             "scale": True,
             "softcap": True,
@@ -40,11 +41,19 @@ def hello(dtype_name):
     }
 
 
-def attention(case, q, k, v, mask, dtype, slopes=None, sinks=None):
+def attention(case, q, k, v, mask, dtype, slopes=None, sinks=None, descales=None):
     """softmax(Q K^T * scale + mask) V in `dtype`, per the spec's semantics."""
     b, hq, hkv, L, S = case["batch"], case["q_heads"], case["kv_heads"], case["q_len"], case["kv_len"]
     q, k, v = q.astype(dtype), k.astype(dtype), v.astype(dtype)
     group = hq // hkv
+    if descales is not None:
+        # The real inputs: each factor ([B, Hkv]) times its kv head's rows,
+        # rounded to `dtype` as a kernel would; query heads read their kv
+        # head's q factor.
+        q_descale, k_descale, v_descale = (factor.astype(dtype)[:, :, None, None] for factor in descales)
+        q = q * np.repeat(q_descale, group, axis=1)
+        k = k * k_descale
+        v = v * v_descale
     k = np.repeat(k, group, axis=1)  # query head h reads kv head h // group
     v = np.repeat(v, group, axis=1)
     scale = dtype(case["scale"]) if case["scale"] is not None else dtype(1) / np.sqrt(dtype(case["d_k"]))
@@ -100,7 +109,10 @@ def run_case(directory, dtype):
     mask = np.load(os.path.join(directory, "mask.npy")) if case["mask"] else None
     slopes = np.load(os.path.join(directory, "alibi_slopes.npy")) if case.get("alibi") else None
     sinks = np.load(os.path.join(directory, "sinks.npy")) if case.get("sinks") else None
-    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype, slopes, sinks)
+    descales = None
+    if case.get("descales"):  # [B, Hkv] each, in the order q, k, v
+        descales = [np.load(os.path.join(directory, name + "_descale.npy")) for name in ("q", "k", "v")]
+    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype, slopes, sinks, descales)
     np.save(os.path.join(directory, "out.npy"), np.ascontiguousarray(out, dtype=dtype))
 
 

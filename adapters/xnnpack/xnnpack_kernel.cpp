@@ -98,6 +98,7 @@ class XnnpackF32Kernel final : public Kernel {
     c.window_top_left = c.window_bottom_right = false;
     c.alibi_top_left = c.alibi_bottom_right = false;  // likewise
     c.sinks = false;                                   // likewise
+    c.descales = false;
     return c;
   }
 

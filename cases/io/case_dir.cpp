@@ -6,10 +6,12 @@
 
 #include <stdlib.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "cases/io/input_error.hpp"
 #include "cases/io/input_file.hpp"
@@ -29,7 +31,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
                                                "kv_len", "q_len",   "d_k",     "d_v",     "scale",
                                                "softcap", "causal", "window",  "alibi",
-                                               "sinks",   "mask",   "provenance"};
+                                               "sinks",   "descales", "mask",  "provenance"};
   return fields;
 }
 
@@ -169,6 +171,31 @@ void check_representable(const fs::path& path, const std::vector<double>& values
   }
 }
 
+// The descale files, in the order of Descales' members.
+constexpr std::array<const char*, 3> kDescaleFiles = {"q_descale.npy", "k_descale.npy", "v_descale.npy"};
+
+template <typename SomeDescales>  // Descales or const Descales
+auto descale_factors(SomeDescales& descales) {
+  return std::array{&descales.q, &descales.k, &descales.v};
+}
+
+// One factor array, [B, Hkv]: each value a float32 number, finite and > 0
+// (a NaN, an infinity or 0 would make every real input of that kv head
+// undefined or zero, which no kernel computes with).
+std::vector<double> load_descale(const fs::path& path, std::size_t batch, std::size_t kv_heads) {
+  NpyArray factors = load_array(path, NpyDtype::float64, {batch, kv_heads});
+  for (std::size_t i = 0; i < factors.values.size(); ++i) {
+    const double factor = factors.values[i];
+    if (!(factor > 0) || !std::isfinite(factor) || !is_representable(factor, FormatId::float32)) {
+      std::ostringstream message;
+      message << "factor " << factor << " of (batch " << i / kv_heads << ", kv head " << i % kv_heads
+              << ") is not a float32 value, finite and > 0";
+      throw InputError(path.string(), "values", message.str());
+    }
+  }
+  return std::move(factors.values);
+}
+
 }  // namespace
 
 std::vector<std::size_t> out_shape(const Problem& p) {
@@ -223,6 +250,17 @@ Case load_case(const fs::path& directory) {
   if (object.contains("sinks") && !object["sinks"].is_null()) {
     if (!object["sinks"].is_boolean()) fields.fail("sinks", "expected true, false or null, got " + object["sinks"].dump());
     sinks = object["sinks"].get<bool>();
+  }
+  // "descales": the same, with q_descale.npy, k_descale.npy, v_descale.npy.
+  bool descales = false;
+  if (object.contains("descales") && !object["descales"].is_null()) {
+    if (!object["descales"].is_boolean())
+      fields.fail("descales", "expected true, false or null, got " + object["descales"].dump());
+    descales = object["descales"].get<bool>();
+    if (descales && format_info(c.dtype).precision > 29)
+      fields.fail("descales", "true with dtype " + std::string(format_info(c.dtype).name) +
+                                  ": descales need inputs of at most 29 significant bits (an fp8, 16-bit or float32 "
+                                  "dtype), whose products with float32 factors are binary64 numbers (SPEC 2.4)");
   }
   const std::string mask = fields.choice("mask", {"bool", "additive"}, true);
   p.mask_kind = mask == "bool" ? MaskKind::boolean : mask == "additive" ? MaskKind::additive : MaskKind::none;
@@ -287,6 +325,19 @@ Case load_case(const fs::path& directory) {
     p.sinks = std::move(sink_logits.values);
   }
 
+  // The kernel's inputs stay as they are: the factors are the kernel's to
+  // apply (apply_descales gives the real problem).
+  if (!descales) {
+    for (const char* name : kDescaleFiles)
+      if (fs::exists(directory / name))
+        throw InputError((directory / name).string(), "", "present, but case.json has no \"descales\": true");
+  } else {
+    p.descales.emplace();
+    const auto factors = descale_factors(*p.descales);
+    for (std::size_t i = 0; i < kDescaleFiles.size(); ++i)
+      *factors[i] = load_descale(directory / kDescaleFiles[i], B, Hkv);
+  }
+
   const fs::path mask_path = directory / "mask.npy";
   if (p.mask_kind == MaskKind::none) {
     if (fs::exists(mask_path)) throw InputError(mask_path.string(), "", "present, but case.json says \"mask\": null");
@@ -320,6 +371,11 @@ Case load_case(const fs::path& directory) {
 
 void save_case(const Case& c, const fs::path& directory) {
   const Problem& p = c.problem;
+  // A case holds the kernel's inputs; applied factors would be applied twice
+  // by whoever reads it.
+  if (p.descales && p.descales->applied)
+    throw std::logic_error("save_case: " + directory.string() +
+                           ": the problem's descales are applied (it holds the real inputs, not the kernel's)");
   const auto errors = validate(p);
   if (!errors.empty()) throw InputError(directory.string(), "", "invalid problem: " + errors.front());
   const auto optional_number = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
@@ -344,6 +400,7 @@ void save_case(const Case& c, const fs::path& directory) {
   if (p.window) object["window"] = window_json(p.window);
   if (p.alibi) object["alibi"] = {{"alignment", std::string(to_string(p.alibi->alignment))}};
   if (!p.sinks.empty()) object["sinks"] = true;
+  if (p.descales) object["descales"] = true;
   // Provenance can carry a kernel's messages: bytes that are not UTF-8 are
   // replaced rather than failing the save.
   const std::string case_json = object.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
@@ -370,6 +427,11 @@ void save_case(const Case& c, const fs::path& directory) {
                  p.alibi->per_batch ? std::vector<std::size_t>{B, Hq} : std::vector<std::size_t>{Hq},
                  p.alibi->slopes});
     if (!p.sinks.empty()) write_npy(staging / "sinks.npy", {NpyDtype::float64, {Hq}, p.sinks});
+    if (p.descales) {
+      const auto arrays = descale_factors(*p.descales);
+      for (std::size_t i = 0; i < kDescaleFiles.size(); ++i)
+        write_npy(staging / kDescaleFiles[i], {NpyDtype::float64, {B, Hkv}, *arrays[i]});
+    }
     if (p.mask_kind != MaskKind::none)
       write_npy(staging / "mask.npy",
                 {p.mask_kind == MaskKind::boolean ? NpyDtype::boolean : NpyDtype::float64,

@@ -21,7 +21,10 @@ struct Case {
 
 Case load_case(const std::filesystem::path& directory);
 
-// Writes case.json, q.npy, k.npy, v.npy and mask.npy (when there is a mask).
+// Writes case.json, q.npy, k.npy, v.npy and, when the problem has them,
+// mask.npy, alibi_slopes.npy, sinks.npy and the three descale files. Throws
+// std::logic_error for descales already applied: a case holds the kernel's
+// inputs, never the real ones.
 void save_case(const Case& c, const std::filesystem::path& directory);
 
 // Shapes of the arrays, as NPY shape lists.

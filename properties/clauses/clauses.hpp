@@ -18,6 +18,7 @@ ClauseOutcome check_causal(PropertyContext& context);
 ClauseOutcome check_window(PropertyContext& context);
 ClauseOutcome check_alibi(PropertyContext& context);
 ClauseOutcome check_sink(PropertyContext& context);
+ClauseOutcome check_descale(PropertyContext& context);
 ClauseOutcome check_fullmask(PropertyContext& context);
 ClauseOutcome check_permq(PropertyContext& context);
 ClauseOutcome check_permkv(PropertyContext& context);

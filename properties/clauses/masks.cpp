@@ -127,7 +127,7 @@ ClauseOutcome check_causal(PropertyContext& context) {
 
 ClauseOutcome check_fullmask(PropertyContext& context) {
   const bool lse = context.kernel.capabilities().lse;
-  const FormatClass formats{context.kernel.formats().accumulate, context.kernel.formats().output};
+  const FormatClass formats = format_class(context.kernel.formats());
   return run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
     p = draw_problem(context.kernel, context.profile, without_masks());
     add_padding_mask(p);

@@ -98,7 +98,7 @@ std::vector<double> elementary_function_allowance(const Problem& p, const Evalua
 // error in a failing class is the counterexample.
 ClauseOutcome check_precrel(PropertyContext& context) {
   const KernelFormats formats = context.kernel.formats();
-  const std::unique_ptr<Kernel> naive = make_naive_kernel(formats.accumulate, formats.output);
+  const std::unique_ptr<Kernel> naive = make_naive_kernel(formats);
   struct ClassMaxima {
     double kernel_error = 0, naive_error = 0, floor = 0;
     // The same maxima with each error moved by its enclosure's width, to
@@ -123,12 +123,14 @@ ClauseOutcome check_precrel(PropertyContext& context) {
     const double function_unit = format_info(formats.accumulate == FormatId::float64 ? FormatId::float64
                                                                                       : FormatId::float32).unit_roundoff;
     std::vector<double> allowance;
+    std::optional<Problem> storage;
+    const Problem& real = real_problem(p, storage);  // the values times v's descales
     const auto error_of = [&](double got, std::size_t i) {
       return static_cast<double>(std::fabs((static_cast<long double>(got) - e.ref.out[i]) - e.ref_low[i]));
     };
     const auto dv = static_cast<std::size_t>(p.dims.d_v);
     for (std::size_t i = 0; i < e.ref.out.size(); ++i) {
-      if (i % dv == 0) allowance = elementary_function_allowance(p, e, i / dv, function_unit);
+      if (i % dv == 0) allowance = elementary_function_allowance(real, e, i / dv, function_unit);
       const double want = e.ref.out[i];
       if (!std::isfinite(want)) continue;
       const double error = error_of(e.got.out[i], i);

@@ -60,6 +60,7 @@ std::string entropy_falls(Kernel& kernel, Problem p, Problem& drawn) {
   if (p.dims.d_v != p.dims.d_k && !kernel.capabilities().dv_ne_dk) return "";
   p.v.assign(static_cast<std::size_t>(p.dims.batch) * p.dims.kv_heads * p.dims.kv_len * p.dims.d_v, 0.0);
   set_identity_values(p);
+  if (p.descales) std::fill(p.descales->v.begin(), p.descales->v.end(), 1.0);  // outputs: the weights themselves
   const double s = p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.dims.d_k));
   Problem cooler = p, warmer = p;
   cooler.scale = s;
@@ -125,6 +126,8 @@ ClauseOutcome check_convex(PropertyContext& context) {
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, Features{});
     const Evaluation e = evaluate(context.kernel, p);
+    std::optional<Problem> storage;
+    const Problem& real = real_problem(p, storage);  // the values times v's descales
     const auto dv = static_cast<std::size_t>(p.dims.d_v);
     for (std::size_t row = 0; row < p.rows(); ++row) {
       const RowIndex r = p.row_index(row);
@@ -132,7 +135,7 @@ ClauseOutcome check_convex(PropertyContext& context) {
         double low = INFINITY, high = -INFINITY;
         for (int j = 0; j < p.dims.kv_len; ++j) {
           if (!p.visible(r, j)) continue;
-          const double v = p.value_row(r.batch, p.kv_head_of(r.head), j)[t];
+          const double v = real.value_row(r.batch, p.kv_head_of(r.head), j)[t];
           low = std::min(low, v);
           high = std::max(high, v);
         }
@@ -204,12 +207,14 @@ ClauseOutcome check_shift(PropertyContext& context) {
     p = plain;
     const double s = p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.dims.d_k));
     double largest = 0;
+    std::optional<Problem> storage;
+    const Problem& real = real_problem(p, storage);  // the logits of the real inputs
     for (std::size_t row = 0; row < p.rows(); ++row) {
       const RowIndex r = p.row_index(row);
       for (int j = 0; j < p.dims.kv_len; ++j) {
         double dot = 0;
-        const auto q = p.query_row(r);
-        const auto k = p.key_row(r.batch, p.kv_head_of(r.head), j);
+        const auto q = real.query_row(r);
+        const auto k = real.key_row(r.batch, p.kv_head_of(r.head), j);
         for (int t = 0; t < p.dims.d_k; ++t) dot += q[t] * k[t];
         largest = std::max(largest, std::fabs(s * dot));
       }

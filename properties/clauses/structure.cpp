@@ -106,6 +106,8 @@ ClauseOutcome check_linv(PropertyContext& context) {
       rounding = std::max(rounding, std::fabs(combined.v[i] - exact));
     }
     if (!std::isfinite(rounding)) throw NothingChecked("V1 + a V2 overflows the input format");
+    if (p.descales)  // the real values are these times v's descales
+      rounding *= *std::max_element(p.descales->v.begin(), p.descales->v.end());
     const Evaluation a = evaluate(context.kernel, p), b = evaluate(context.kernel, second), c = evaluate(context.kernel, combined);
     const double factor = std::ldexp(1.0, power);
     for (std::size_t i = 0; i < p.out_size(); ++i) {
@@ -151,6 +153,17 @@ ClauseOutcome check_gqa(PropertyContext& context) {
           repeated.k.insert(repeated.k.end(), k.begin(), k.end());
           repeated.v.insert(repeated.v.end(), v.begin(), v.end());
         }
+    if (p.descales) {  // each query head's copy keeps its kv head's factors
+      Descales per_query_head{{}, {}, {}, p.descales->applied};
+      for (int b = 0; b < p.dims.batch; ++b)
+        for (int h = 0; h < Hq; ++h) {
+          const int g = p.kv_head_of(h), Hkv = p.dims.kv_heads;
+          per_query_head.q.push_back(p.descales->q_of(b, g, Hkv));
+          per_query_head.k.push_back(p.descales->k_of(b, g, Hkv));
+          per_query_head.v.push_back(p.descales->v_of(b, g, Hkv));
+        }
+      repeated.descales = std::move(per_query_head);
+    }
     const Problem grouped = p;
     return related(p, grouped, evaluate(context.kernel, grouped), repeated, evaluate(context.kernel, repeated),
                    same_index(p.out_size()), "grouped heads against K and V repeated per query head", u_out, stats);
@@ -202,6 +215,13 @@ ClauseOutcome check_batch(PropertyContext& context) {
           alone.alibi->per_batch = false;
         }
         if (!p.sinks.empty()) alone.sinks = {p.sinks[static_cast<std::size_t>(h)]};
+        if (p.descales) {
+          const int g = p.kv_head_of(h), Hkv = p.dims.kv_heads;
+          alone.descales = Descales{{p.descales->q_of(b, g, Hkv)},
+                                    {p.descales->k_of(b, g, Hkv)},
+                                    {p.descales->v_of(b, g, Hkv)},
+                                    p.descales->applied};
+        }
         std::vector<std::size_t> index(L * dv);
         const std::size_t offset = p.row_flat({b, h, 0}) * dv;
         // `disagree` maps outputs of its first argument: here the lone run.

@@ -58,8 +58,28 @@ def visible_keys(case, b, h, i):
 
 
 def exact_dot(x, y):
-    """sum x_t * y_t of finite floats, exactly."""
+    """sum x_t * y_t of finite floats (or Fractions), exactly."""
     return sum((Fraction(a) * Fraction(b) for a, b in zip(x, y)), Fraction(0))
+
+
+def is_finite(x):
+    """A real input is finite: a Fraction (a descaled input, SPEC.md 2.4)
+    always is, and need not fit in a float; a float when math says so."""
+    return isinstance(x, Fraction) or math.isfinite(x)
+
+
+def exact_decimal(x):
+    """A finite float or dyadic Fraction as a Decimal, exactly.
+
+    Decimal(float) is exact; a descaled input p / 2^n, a Fraction, is
+    p 5^n / 10^n, written out in full whatever the context's precision
+    (Decimal's string constructor does not round).
+    """
+    if not isinstance(x, Fraction):
+        return Decimal(x)
+    n = x.denominator.bit_length() - 1
+    assert x.denominator == 1 << n, "a real input is dyadic: a float times a float32 factor"
+    return Decimal(f"{x.numerator * 5**n}E-{n}")
 
 
 class LogitModel:
@@ -124,7 +144,11 @@ SINK = "sink"
 
 
 def attention_row(case, model, b, h, i):
-    """Weights (S), output (d_v) and lse of row (b, h, i) as Approx values."""
+    """Weights (S), output (d_v) and lse of row (b, h, i) as Approx values.
+
+    The rows read are the real inputs: with descales, the kernel's inputs
+    times their factors, exact Fractions (SPEC.md 2.4); sinks are not scaled.
+    """
     S, dv = case.kv_len, case.d_v
     keys = visible_keys(case, b, h, i)
     sink = case.sink(h)
@@ -134,8 +158,8 @@ def attention_row(case, model, b, h, i):
     q = case.q_row(b, h, i)
     # Only visible keys and values are read: blocked ones may hold NaN.
     k_rows = {j: case.k_row(b, g, j) for j, _ in keys}
-    if not all(math.isfinite(x) for x in q) or not all(
-        math.isfinite(x) for row in k_rows.values() for x in row
+    if not all(is_finite(x) for x in q) or not all(
+        is_finite(x) for row in k_rows.values() for x in row
     ):
         # A non-finite visible logit: NaN everywhere, except that blocked
         # keys keep weight 0 (SPEC.md 2.3 leaves this open; the C++
@@ -179,14 +203,14 @@ def attention_row(case, model, b, h, i):
         groups.setdefault((d[j], m[j]), []).append(j)
     out = []
     for t in range(dv):
-        if not all(math.isfinite(v_rows[j][t]) for j, _ in keys):
+        if not all(is_finite(v_rows[j][t]) for j, _ in keys):
             out.append(NAN)
             continue
         mean = common_group_mean(groups.values(), {j: v_rows[j][t] for j, _ in keys})
         if mean is not None:
             out.append(d_from_fraction(mean))
             continue
-        v = {j: Approx(Decimal(v_rows[j][t]), True) for j, _ in keys}
+        v = {j: Approx(exact_decimal(v_rows[j][t]), True) for j, _ in keys}
         # (sum u_j v_j) / z rather than sum w_j v_j: one rounding fewer per key.
         exact_part = d_sum(v[j] for j in near)
         small_part = d_sum([d_mul(e[j], v[j]) for j in near] + [d_mul(u[j], v[j]) for j in far])

@@ -1,5 +1,9 @@
 """attnspec cases (SPEC.md section 4): read and validate a case directory, or write one.
 
+A case's q, k and v are the kernel's inputs; with descales (q_descale.npy,
+k_descale.npy, v_descale.npy) the real inputs that attention is defined on
+are those times their factors, and Case.q_row, k_row and v_row give them.
+
 Validation follows the spec field by field; write_case reads back what it
 wrote, so that a generator (random_cases.py, scripts/make_golden_cases.py)
 cannot write a case this reference would reject.
@@ -21,7 +25,9 @@ CASE_FIELDS = (
     "d_k", "d_v", "scale", "softcap", "causal", "mask", "provenance",
 )
 # Optional fields: absent means null (written only when set).
-OPTIONAL_FIELDS = ("window", "alibi", "sinks")
+OPTIONAL_FIELDS = ("window", "alibi", "sinks", "descales")
+# The descale factors' files (case.json's "descales": true), [B, Hkv] each.
+DESCALE_NAMES = ("q", "k", "v")
 SIZE_FIELDS = ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v")
 
 
@@ -46,23 +52,37 @@ class Case:
     alibi_slopes: object  # flat list ([Hq] or [B, Hq]) or None
     sinks: object  # flat list [Hq] of sink logits (-inf: none for that head) or None
     mask_kind: object  # None, "bool" or "additive"
-    q: list
+    q: list  # q, k, v: the kernel's inputs (before any descales)
     k: list
     v: list
     mask: object  # flat list or None
     mask_shape: object  # (B or 1, Hq or 1, L, S) or None
+    # None, or {"q": [...], "k": [...], "v": [...]}: flat [B, Hkv] factors.
+    descales: object = None
+
+    # The rows below are the real inputs (SPEC.md section 2.4): the kernel's
+    # inputs times their (batch, kv head)'s factor, exactly, as Fractions
+    # where finite (a float32 factor times a 53-bit value need not be a
+    # float); NaN and infinities stay floats (a factor is > 0). Without
+    # descales, the case's floats as they are.
+    def _real(self, values, name, b, g):
+        if self.descales is None:
+            return values
+        factor = Fraction(self.descales[name][b * self.kv_heads + g])
+        return [Fraction(x) * factor if math.isfinite(x) else x for x in values]
 
     def q_row(self, b, h, i):
         start = ((b * self.q_heads + h) * self.q_len + i) * self.d_k
-        return self.q[start:start + self.d_k]
+        g = h // (self.q_heads // self.kv_heads)  # a query head reads its kv head's factor
+        return self._real(self.q[start:start + self.d_k], "q", b, g)
 
     def k_row(self, b, g, j):
         start = ((b * self.kv_heads + g) * self.kv_len + j) * self.d_k
-        return self.k[start:start + self.d_k]
+        return self._real(self.k[start:start + self.d_k], "k", b, g)
 
     def v_row(self, b, g, j):
         start = ((b * self.kv_heads + g) * self.kv_len + j) * self.d_v
-        return self.v[start:start + self.d_v]
+        return self._real(self.v[start:start + self.d_v], "v", b, g)
 
     def alibi_bias(self, b, h, i, j):
         """-slope |i + off - j| as an exact Fraction (0 without ALiBi)."""
@@ -140,6 +160,8 @@ def _check_meta(meta, where):
         raise BadInput(f"{where}: alibi must be null or {{'alignment': 'top_left' or 'bottom_right'}}")
     if meta.get("sinks") not in (None, False, True):
         raise BadInput(f"{where}: sinks must be null, false or true")
+    if meta.get("descales") not in (None, False, True):
+        raise BadInput(f"{where}: descales must be null, false or true")
     if meta["mask"] not in (None, "bool", "additive"):
         raise BadInput(f"{where}: mask must be null, 'bool' or 'additive'")
     if not isinstance(meta["provenance"], dict):
@@ -203,6 +225,21 @@ def read_case(case_dir):
         sinks = read_array(sinks_path, "<f8", (Hq,))
         if not all(x == -math.inf or (math.isfinite(x) and is_representable(x, FORMATS["float32"])) for x in sinks):
             raise BadInput(f"{sinks_path}: sinks must be float32 values, finite or -inf")
+    descales = None
+    descale_paths = {name: os.path.join(case_dir, f"{name}_descale.npy") for name in DESCALE_NAMES}
+    if not meta.get("descales"):
+        for path in descale_paths.values():
+            if os.path.exists(path):
+                raise BadInput(f"{path}: present but case.json has no descales")
+    else:
+        descales = {}
+        for name, path in descale_paths.items():
+            factors = read_array(path, "<f8", (B, Hkv))
+            for index, x in enumerate(factors):
+                if not (math.isfinite(x) and x > 0 and is_representable(x, FORMATS["float32"])):
+                    raise BadInput(f"{path}: factor {x!r} of (batch {index // Hkv}, kv head {index % Hkv}) "
+                                   "must be a float32 value, finite and > 0")
+            descales[name] = factors
     mask, mask_shape = None, None
     mask_path = os.path.join(case_dir, "mask.npy")
     if meta["mask"] is None:
@@ -225,16 +262,17 @@ def read_case(case_dir):
         kv_len=S, d_k=dk, d_v=dv, scale=meta["scale"], softcap=meta["softcap"],
         causal=meta["causal"], window=meta.get("window"), alibi=meta.get("alibi"), alibi_slopes=slopes,
         sinks=sinks, mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
-        v=arrays["v"], mask=mask, mask_shape=mask_shape,
+        v=arrays["v"], mask=mask, mask_shape=mask_shape, descales=descales,
     )
 
 
-def write_case(case_dir, meta, q, k, v, mask=None, slopes=None, sinks=None):
+def write_case(case_dir, meta, q, k, v, mask=None, slopes=None, sinks=None, descales=None):
     """Write case.json and the arrays of a case.
 
     meta holds every case.json field except "format"; q, k, v and mask are
-    (shape, flat values) pairs, sinks a flat [Hq] list. The case is read back, so that a generator
-    cannot write a case this script would reject.
+    (shape, flat values) pairs, sinks a flat [Hq] list, descales None or
+    {"q": ..., "k": ..., "v": ...} of flat [B, Hkv] lists. The case is read
+    back, so that a generator cannot write a case this script would reject.
     """
     os.makedirs(case_dir, exist_ok=True)
     doc = {"format": CASE_FORMAT}
@@ -255,6 +293,12 @@ def write_case(case_dir, meta, q, k, v, mask=None, slopes=None, sinks=None):
         write_npy(sinks_path, "<f8", (len(sinks),), sinks)
     elif os.path.exists(sinks_path):
         os.remove(sinks_path)
+    for name in DESCALE_NAMES:
+        path = os.path.join(case_dir, f"{name}_descale.npy")
+        if descales is not None:
+            write_npy(path, "<f8", (meta["batch"], meta["kv_heads"]), descales[name])
+        elif os.path.exists(path):
+            os.remove(path)
     mask_path = os.path.join(case_dir, "mask.npy")
     if mask is not None:
         descr = "|b1" if meta["mask"] == "bool" else "<f8"

@@ -28,6 +28,7 @@ RANDOM_FEATURES = {
     "window": [None, "top_left", "bottom_right"],
     "alibi": [None, "top_left", "bottom_right"],
     "sinks": [None, "finite", "mixed"],
+    "descales": [None, "powers_of_two", "float32"],
     "mask": [None, "bool", "additive"],
     "mask_shape": ["broadcast", "full", "batch_only", "heads_only"],
     "group": [1, 2, 3, 4],  # Hq / Hkv
@@ -143,6 +144,26 @@ def _random_sinks(seed, index, kind, Hq):
     return [rng.choice([-math.inf, rng.randint(-8, 8) / 4, 2.0 ** rng.randint(3, 7)]) for _ in range(Hq)]
 
 
+def _random_descales(seed, index, kind, B, Hkv):
+    """Descale factors (None, or {"q", "k", "v"} flat [B, Hkv] lists), each
+    in [2^-8, 2^8): powers of two ("powers_of_two", real inputs still in the
+    case's format), or float32 values with all 24 significand bits, the last
+    one set ("float32", real inputs of up to 24 bits more than the format's).
+    Its own generator, as _random_window's."""
+    if kind is None:
+        return None
+    rng = random.Random(f"attnspec-random/{seed}/{index}/descales")
+
+    def factor():
+        exponent = rng.randint(-8, 7)
+        if kind == "powers_of_two":
+            return 2.0 ** exponent
+        significand = 2 * rng.randint(2**22, 2**23 - 1) + 1  # odd, in [2^23, 2^24)
+        return math.ldexp(significand, exponent - 23)
+
+    return {name: [factor() for _ in range(B * Hkv)] for name in ("q", "k", "v")}
+
+
 def _random_mask(rng, plan, sizes):
     B, Hq, L, S = sizes["batch"], sizes["q_heads"], sizes["q_len"], sizes["kv_len"]
     mb, mh = {"broadcast": (1, 1), "full": (B, Hq), "batch_only": (B, 1), "heads_only": (1, Hq)}[plan["mask_shape"]]
@@ -160,8 +181,12 @@ def _random_mask(rng, plan, sizes):
 
 
 def random_case(rng, plan, seed, index):
-    """Draw one case following plan; returns (meta, q, k, v, mask, slopes, sinks)."""
+    """Draw one case following plan; returns (meta, q, k, v, mask, slopes, sinks, descales)."""
     fmt = FORMATS[plan["dtype"]]
+    if fmt.p > 29:
+        # A float64 input times a float32 factor is not a binary64 number:
+        # attnspec refuses descales with such inputs (SPEC 2.4).
+        plan = dict(plan, descales=None)
     sizes = _random_sizes(rng, plan)
     B, Hq, Hkv = sizes["batch"], sizes["q_heads"], sizes["kv_heads"]
     L, S, dk, dv = sizes["q_len"], sizes["kv_len"], sizes["d_k"], sizes["d_v"]
@@ -187,15 +212,17 @@ def random_case(rng, plan, seed, index):
         "window": _random_window(seed, index, plan["window"], S),
         "alibi": None if plan["alibi"] is None else {"alignment": plan["alibi"]},
         "sinks": None if plan["sinks"] is None else True,
+        "descales": None if plan["descales"] is None else True,
         "mask": plan["mask"],
     })
     slopes = _random_slopes(seed, index, plan["alibi"], B, Hq)
     sinks = _random_sinks(seed, index, plan["sinks"], Hq)
+    descales = _random_descales(seed, index, plan["descales"], B, Hkv)
     poisoned = _poison_unread_keys(meta, k, v, mask)
     covers = [f"{name}={value}" for name, value in plan.items()] + [f"nan_in_blocked_keys={poisoned}"]
     meta["provenance"] = {"generator": "scripts/independent_reference.py random", "seed": seed,
                           "index": index, "covers": covers}
-    return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask, slopes, sinks
+    return meta, ((B, Hq, L, dk), q), ((B, Hkv, S, dk), k), ((B, Hkv, S, dv), v), mask, slopes, sinks, descales
 
 
 def _poison_unread_keys(meta, k, v, mask):
@@ -292,6 +319,7 @@ def observed_features(case, results):
         "fully masked rows": sum(1 for r in row_weights if all(w.is_exact_zero() for w in r)),
         "rows with a sink": sum(1 for b in range(case.batch) for h in range(case.q_heads)
                                 for _ in range(case.q_len) if case.sink(h) is not None),
+        "descaled cases": int(case.descales is not None),
         "rows with tied weights": tied_rows,
         "outputs exactly on a midpoint": midpoints,
         "NaN-poisoned unread keys": sum(1 for x in case.k[::case.d_k] if math.isnan(x)),
