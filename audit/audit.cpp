@@ -154,7 +154,8 @@ Problem single_row_problem(const Problem& p, RowIndex r) {
   return single;
 }
 
-// p: the real problem; given: what the kernel saw (the saved case's).
+// p: the real problem (weights, reference); given: what the kernel saw (the
+// query and values shown in the input format's bits, and the saved case).
 WorstElement describe_worst(const Problem& p, const Problem& given, const CheckedRow& row, int column, double got,
                             const KernelFormats& f) {
   WorstElement w;
@@ -169,7 +170,7 @@ WorstElement describe_worst(const Problem& p, const Problem& given, const Checke
   w.bound = row.bound[t];
   w.componentwise = componentwise_error(got, w.exact, w.abs_scale, format_info(f.output).unit_roundoff);
   w.ulps = ulps_error(got, w.correctly_rounded, f.output);
-  const auto q = p.query_row(row.index);
+  const auto q = given.query_row(row.index);
   w.query.assign(q.begin(), q.end());
   const FastRow fast = fast_certified_row(p, row.index, f.output);  // once more, for its weights
   std::vector<int> keys(static_cast<std::size_t>(p.dims.kv_len));
@@ -179,7 +180,8 @@ WorstElement describe_worst(const Problem& p, const Problem& given, const Checke
                     [&](int a, int b) { return fast.weights[static_cast<std::size_t>(a)] > fast.weights[static_cast<std::size_t>(b)]; });
   const int g = p.kv_head_of(row.index.head);
   for (std::size_t k = 0; k < top; ++k)
-    w.top_keys.push_back({keys[k], fast.weights[static_cast<std::size_t>(keys[k])], p.value_row(row.index.batch, g, keys[k])[t]});
+    w.top_keys.push_back(
+        {keys[k], fast.weights[static_cast<std::size_t>(keys[k])], given.value_row(row.index.batch, g, keys[k])[t]});
   w.case_problem = single_row_problem(given, row.index);
   return w;
 }

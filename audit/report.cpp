@@ -161,7 +161,9 @@ json audit_json(const AuditResult& r, const std::string& worst_case_dir) {
           {"formats",
            {{"input", format_info(r.formats.input).name},
             {"accumulate", format_info(r.formats.accumulate).name},
-            {"output", format_info(r.formats.output).name}}},
+            {"output", format_info(r.formats.output).name},
+            {"weights", r.formats.weights ? json(format_info(*r.formats.weights).name) : json(nullptr)},
+            {"weights_scale", r.formats.weights_scale}}},
           {"distribution", to_string(r.distribution)},
           {"distribution_description", describe(r.distribution)},
           {"seed", r.seed},
@@ -180,7 +182,7 @@ std::string audit_markdown(const AuditResult& r, const std::string& worst_case_d
   std::ostringstream md;
   md << "## attnspec audit: " << r.kernel << "\n\n";
   md << "- formats: input " << format_info(r.formats.input).name << ", accumulate " << format_info(r.formats.accumulate).name
-     << ", output " << format_info(r.formats.output).name << "\n";
+     << ", output " << format_info(r.formats.output).name << describe_weights(r.formats) << "\n";
   md << "- inputs: `" << to_string(r.distribution) << "`, " << describe(r.distribution) << ", rounded to "
      << format_info(r.formats.input).name << "; seed " << r.seed << "; no mask, default scale; positions: " << r.positions
      << "\n";

@@ -281,6 +281,26 @@ TEST(Audit, SampledRowsKeepTheirPositions) {
   EXPECT_EQ(p.worst.case_problem.mask_kind, MaskKind::additive);
 }
 
+// An fp8 kernel with descales: the kernel sees e4m3 inputs and the factors,
+// the reference the real inputs; the worst row's case holds the former
+// (its query in the input format's bits) and fails or passes on its own.
+TEST(Audit, DescalesReachTheKernelAndTheWorstCase) {
+  const std::unique_ptr<Kernel> kernel = make_kernel("online-fp8");
+  AuditOptions options;
+  options.shape = Dims{1, 4, 2, 16, 160, 32, 16};
+  options.distribution = InputDistribution::uniform;
+  options.descales = std::array<double, 3>{0.5, 0x1.8p1, 0.125};
+  const AuditResult r = run_audit(*kernel, "online-fp8", options);
+  const AuditPoint& p = r.points.front();
+  EXPECT_EQ(p.bound.outside, 0u);
+  EXPECT_EQ(r.positions, "descales q 0.5, k 3, v 0.125 for every (batch, kv head)");
+  ASSERT_TRUE(p.worst.case_problem.descales.has_value());
+  EXPECT_EQ(p.worst.case_problem.descales->k, std::vector<double>{3});
+  for (double x : p.worst.case_problem.q) EXPECT_TRUE(is_representable(x, FormatId::float8_e4m3fn));
+  ErrorStats stats;
+  EXPECT_EQ(check_against_reference(*kernel, p.worst.case_problem, stats), "");
+}
+
 TEST(Audit, KernelsWithoutAFeatureAreRefused) {
   const std::unique_ptr<Kernel> kernel = make_kernel("naive-f64");
   AuditOptions options;
@@ -296,6 +316,11 @@ TEST(Audit, KernelsWithoutAFeatureAreRefused) {
   caps.sinks = false;
   EXPECT_EQ(missing_capabilities(caps, audit_positions(options.shape, options)),
             std::vector<std::string>{"needs attention sinks"});
+  options.sink.reset();
+  options.descales = std::array<double, 3>{1, 1, 1};
+  caps.descales = false;
+  EXPECT_EQ(missing_capabilities(caps, audit_positions(options.shape, options)),
+            std::vector<std::string>{"needs descale factors"});
 }
 
 TEST(Audit, SweepFitsAGrowthExponent) {

@@ -249,6 +249,10 @@ TEST_F(CaseIo, BadDescalesAreNamed) {
   j["descales"] = "fp8";
   write_json(j);
   expect_error("case.json", "descales", "true, false or null");
+  j = good;
+  j["dtype"] = "float64";  // its values times float32 factors need not be binary64 numbers
+  write_json(j);
+  expect_error("case.json", "descales", "at most 29 significant bits");
   write_json(good);
   write_npy(dir_ / "k_descale.npy", {NpyDtype::float64, {4}, {1, 1, 1, 1}});
   expect_error("k_descale.npy", "shape", "[2, 2]");

@@ -180,5 +180,35 @@ TEST(PrecisionModel, CatchesAScaleBySqrtOfModelWidth) {
   EXPECT_GT(outside, p.out_size() / 2);
 }
 
+// FlashAttention 3's fp8 path rounds P (times 256) to e4m3 for P V: its
+// errors are of e4m3's unit roundoff, 2^-4, which the bound covers only
+// with the term of the declared weights format (SPEC 6.4), and within it.
+TEST(PrecisionModel, WeightsRoundedToE4m3NeedTheirTerm) {
+  const std::unique_ptr<Kernel> kernel = make_kernel("online-fp8");
+  std::mt19937_64 random(10);
+  Problem p = random_problem(random, {1, 2, 1, 4, 96, 16, 8}, FormatId::float8_e4m3fn, 1.0);
+  p.descales = Descales{{0.5}, {0.75}, {0x1.8p-3}, false};
+  const ReferenceResult ref = certified_attention(p);
+  const KernelResult got = kernel->run(p);
+  const Problem real = apply_descales(p);
+  FormatClass declared = format_class(kernel->formats()), unrounded = declared;
+  unrounded.weights.reset();
+  std::size_t outside_declared = 0, outside_unrounded = 0;
+  const std::size_t S = 96, dv = 8;
+  for (std::size_t row = 0; row < p.rows(); ++row) {
+    const auto weights = std::span(ref.weights).subspan(row * S, S);
+    const auto out = std::span(ref.out).subspan(row * dv, dv);
+    const RowBound with = precision_bound(real, p.row_index(row), declared, weights, out, ref.lse[row]);
+    const RowBound without = precision_bound(real, p.row_index(row), unrounded, weights, out, ref.lse[row]);
+    for (std::size_t t = 0; t < dv; ++t) {
+      const double error = std::fabs(got.out[row * dv + t] - ref.out[row * dv + t]);
+      outside_declared += error > with.out[t];
+      outside_unrounded += error > without.out[t];
+    }
+  }
+  EXPECT_EQ(outside_declared, 0u);
+  EXPECT_GT(outside_unrounded, p.out_size() / 4);
+}
+
 }  // namespace
 }  // namespace attnspec

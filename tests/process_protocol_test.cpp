@@ -70,6 +70,23 @@ TEST(ProcessProtocol, RejectsBadHelloRepliesNamingTheField) {
   EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("max_elements"), std::string::npos);
 }
 
+TEST(ProcessProtocol, AWeightsFormatIsOptionalAndChecked) {
+  EXPECT_FALSE(parse_hello_reply(kGoodHello).formats.weights.has_value());
+  nlohmann::json reply = nlohmann::json::parse(kGoodHello);
+  reply["formats"]["weights"] = "float8_e4m3fn";
+  reply["formats"]["weights_scale"] = 256;
+  const AdapterInfo info = parse_hello_reply(reply.dump());
+  EXPECT_EQ(info.formats.weights, FormatId::float8_e4m3fn);
+  EXPECT_EQ(info.formats.weights_scale, 256);
+  reply["formats"]["weights_scale"] = 512;  // a weight of 1 times 512 is not finite in e4m3fn
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("formats.weights_scale"), std::string::npos);
+  reply["formats"].erase("weights");
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("without formats.weights"), std::string::npos);
+  reply = nlohmann::json::parse(kGoodHello);
+  reply["formats"]["input"] = "float64";  // descales declared: their products would not be binary64 numbers
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.descales"), std::string::npos);
+}
+
 TEST(ProcessProtocol, ParsesAndChecksRunReplies) {
   const RunReply declined = parse_run_reply(R"({"id": 3, "ok": false, "unsupported": true, "error": "too big"})");
   EXPECT_EQ(declined.id, 3u);
