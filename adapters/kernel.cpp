@@ -38,6 +38,9 @@ std::vector<std::string> missing_capabilities(const Capabilities& c, const Probl
   if (p.scale && !c.explicit_scale) missing.push_back("needs an explicit scale");
   if (p.softcap && !c.softcap) missing.push_back("needs softcap");
   if (p.dims.d_v != p.dims.d_k && !c.dv_ne_dk) missing.push_back("needs d_v != d_k");
+  if (p.dims.kv_len < p.dims.q_len && c.kv_len_at_least_q_len) missing.push_back("needs kv_len < q_len");
+  if (p.window && c.causal_windows_only && p.window->right != 0)
+    missing.push_back("needs a window whose right side is not 0");
   const std::size_t elements = p.rows() * static_cast<std::size_t>(p.dims.kv_len);
   if (elements > c.max_elements)
     missing.push_back("problem has " + std::to_string(elements) + " logits, kernel takes at most " +
@@ -80,6 +83,8 @@ std::string describe(const Capabilities& c) {
   add(c.dv_ne_dk, "dv!=dk");
   add(c.lse, "lse");
   add(c.fully_masked_rows, "fully-masked-rows");
+  add(c.kv_len_at_least_q_len, "only:kv_len>=q_len");
+  add(c.causal_windows_only, "only:causal-windows");
   if (c.max_elements != std::numeric_limits<std::size_t>::max())
     add(true, "max-elements:" + std::to_string(c.max_elements));
   return text;

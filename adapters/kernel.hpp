@@ -65,6 +65,15 @@ struct Capabilities {
   // FULLMASK judge those rows; every other clause ignores them, so one known
   // deviation does not hide the rest of the verdicts.
   bool fully_masked_rows = false;
+  // Restrictions (false: none). A kernel that reads its keys from a KV
+  // cache holding at least the new queries' own keys (ONNX Runtime's
+  // GroupQueryAttention) takes S >= L only; one whose sliding windows are
+  // causal (a left side and right side 0: GroupQueryAttention's
+  // local_window_size, Hugging Face's sliding_window) takes no other window.
+  // Generators draw within them; a problem outside them is one the kernel
+  // cannot run (missing_capabilities).
+  bool kv_len_at_least_q_len = false;
+  bool causal_windows_only = false;
   std::size_t max_elements = std::numeric_limits<std::size_t>::max();  // of B*Hq*L*S
 };
 

@@ -183,7 +183,11 @@ Dims draw_dims(const Capabilities& caps, const Profile& profile, const Features&
     if (d.q_heads > d.kv_heads) d.q_heads -= d.kv_heads;  // a smaller group
     else d.q_heads = d.kv_heads = d.kv_heads - 1;
   }
+  // A kernel that takes S >= L only: the two lengths swapped, so both
+  // classes' lengths are still reached.
+  if (caps.kv_len_at_least_q_len && d.kv_len < d.q_len) std::swap(d.kv_len, d.q_len);
   fit_to_limit(d, caps.max_elements);
+  if (caps.kv_len_at_least_q_len) d.q_len = std::min(d.q_len, d.kv_len);  // fit_to_limit halves keys first
   return d;
 }
 
@@ -281,6 +285,7 @@ std::optional<Window> draw_window(const Dims& d, const Capabilities& caps) {
   };
   window.left = side();
   window.right = side();
+  if (caps.causal_windows_only) window.right = 0;  // drawn all the same, so later draws keep their places
   return window;
 }
 
@@ -443,11 +448,11 @@ rc::Gen<Problem> problem_generator(const Capabilities& caps, FormatId format, co
   // shape as it is (BATCH's B >= 2, LINV's d_v = S, ...; `adjust` must not
   // draw, since cuts are judged outside any generation) and it keeps the
   // features every problem of the property has.
-  rules->admissible = [adjust, features](const Cut& cut, const Dims& whole) {
+  rules->admissible = [adjust, features, keys_cover_rows = caps.kv_len_at_least_q_len](const Cut& cut, const Dims& whole) {
     const Dims d = cut_dims(cut, whole);
     Dims adjusted = d;
     if (adjust) adjust(adjusted);
-    return adjusted == d && (cut.window || !features.always_window) && (cut.alibi || !features.always_alibi) &&
+    return adjusted == d && (!keys_cover_rows || d.kv_len >= d.q_len) && (cut.window || !features.always_window) && (cut.alibi || !features.always_alibi) &&
            (cut.sinks || !features.always_sinks) && (cut.descales || !features.always_descales);
   };
   return rc::Gen<Problem>([draw, rules = std::shared_ptr<const CutRules>(rules)](const rc::Random& random, int size) {

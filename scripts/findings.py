@@ -57,6 +57,11 @@ KERNELS = [
     ("onnxruntime-float16", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float16",
      ["MASKNAN", "NANPROP", "GOLDEN", "TEMP", "ROWSUM", "PRECTIGHT"],
      {"ci_only": ["SCALE", "BATCH", "LINV", "PERMKV"]}),
+    # ONNX Runtime's GroupQueryAttention contrib operator: its causal path
+    # gives 0 for a row with a NaN logit, and its dense P V lets a NaN value
+    # that causal masking or a window blocks reach the row (README 8).
+    ("onnxruntime-gqa-float32", "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention",
+     ["WINDOW", "FULLMASK", "NANPROP"], {}),
     # On an AVX-512 machine, the AVX2 code paths too, through the caps the
     # libraries read (XNNPACK has none; libtorch's bf16 matmul is chosen
     # from CPUID, not from a cap, so it is not repeated here).

@@ -21,7 +21,7 @@ constexpr std::array kClauses = {
     Clause{"ALIBI", "ALiBi adds -slope |i + off - j| after the scale and softcap, as the same bias given as an additive mask", ClauseKind::semantic, kNeedsAlibi},
     Clause{"SINK", "a sink adds exp(sigma_h) to the denominator and nothing to the output, as one more key of logit sigma_h and value 0", ClauseKind::semantic, kNeedsSinks},
     Clause{"DESCALE", "descale factors are exact scalings of q, k and v per (batch, kv head), read through the kv head", ClauseKind::semantic, kNeedsDescales},
-    Clause{"FULLMASK", "a row with every key blocked outputs exactly 0", ClauseKind::semantic, kNeedsBoolMask},
+    Clause{"FULLMASK", "a row with every key blocked outputs exactly 0", ClauseKind::semantic, kNeedsMask},
     Clause{"PERMQ", "permuting query rows permutes output rows", ClauseKind::semantic, kNeedsNothing},
     Clause{"PERMKV", "permuting keys and values together leaves the output unchanged", ClauseKind::semantic, kNeedsNothing},
     Clause{"SHIFT", "a constant added to a row's logits changes nothing; large logits do not overflow", ClauseKind::semantic, kNeedsAdditiveMask},
@@ -69,6 +69,7 @@ std::string skip_reason(const Clause& clause, const Capabilities& c) {
   };
   lacks(kNeedsBoolMask, c.bool_mask, "bool masks");
   lacks(kNeedsAdditiveMask, c.additive_mask, "additive masks");
+  lacks(kNeedsMask, c.bool_mask || c.additive_mask, "masks");
   lacks(kNeedsCausal, c.causal_top_left || c.causal_bottom_right, "causal masking");
   lacks(kNeedsWindow, c.window_top_left || c.window_bottom_right, "sliding windows");
   lacks(kNeedsAlibi, c.alibi_top_left || c.alibi_bottom_right, "ALiBi");

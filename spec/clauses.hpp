@@ -36,6 +36,7 @@ enum Need : unsigned {
   kNeedsAlibi = 1u << 8,   // either alignment
   kNeedsSinks = 1u << 9,
   kNeedsDescales = 1u << 10,
+  kNeedsMask = 1u << 11,  // bool or additive
 };
 
 struct Clause {

@@ -131,5 +131,45 @@ TEST(DrawStatistics, CiProfileAddsLongRows) {
   EXPECT_GE(s.long_queries, 60);
 }
 
+// A kernel with both restrictions (ONNX Runtime's GroupQueryAttention):
+// every problem of every clause that draws has S >= L and windows of right
+// side 0, and the tile space is still reached (lengths swapped, not cut).
+class RestrictedKernel final : public Kernel {
+ public:
+  std::string name() const override { return inner_->name(); }
+  KernelFormats formats() const override { return inner_->formats(); }
+  Capabilities capabilities() const override {
+    Capabilities caps = inner_->capabilities();
+    caps.kv_len_at_least_q_len = caps.causal_windows_only = true;
+    return caps;
+  }
+  KernelResult run(const Problem& p) override {
+    if (!missing_capabilities(capabilities(), p).empty()) ++outside;
+    long_queries += p.dims.q_len >= 65;
+    windows += p.window.has_value();
+    ++cases;
+    return inner_->run(p);
+  }
+  int cases = 0, outside = 0, long_queries = 0, windows = 0;
+
+ private:
+  std::unique_ptr<Kernel> inner_ = make_kernel("online-f32");
+};
+
+TEST(DrawStatistics, RestrictedKernelsGetProblemsWithinTheirRestrictions) {
+  RestrictedKernel kernel;
+  RunOptions options;
+  options.profile = find_profile("quick");
+  options.clauses = {"PREC", "WINDOW", "LINV", "CAUSAL", "SINK"};
+  options.shrink = false;
+  run_conformance(kernel, "restricted", options);
+  std::printf("  restricted: %d calls, %d outside the restrictions, L >= 65 in %d, windows in %d\n", kernel.cases,
+              kernel.outside, kernel.long_queries, kernel.windows);
+  EXPECT_GE(kernel.cases, 400);
+  EXPECT_EQ(kernel.outside, 0);
+  EXPECT_GE(kernel.long_queries, 40);
+  EXPECT_GE(kernel.windows, 100);
+}
+
 }  // namespace
 }  // namespace attnspec

@@ -87,6 +87,24 @@ TEST(ProcessProtocol, AWeightsFormatIsOptionalAndChecked) {
   EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.descales"), std::string::npos);
 }
 
+TEST(ProcessProtocol, RestrictionsAreOptionalAndChecked) {
+  EXPECT_FALSE(parse_hello_reply(kGoodHello).capabilities.kv_len_at_least_q_len);
+  EXPECT_FALSE(parse_hello_reply(kGoodHello).capabilities.causal_windows_only);
+  nlohmann::json reply = nlohmann::json::parse(kGoodHello);
+  reply["capabilities"]["kv_len_at_least_q_len"] = true;
+  reply["capabilities"]["causal_windows_only"] = true;
+  const Capabilities caps = parse_hello_reply(reply.dump()).capabilities;
+  EXPECT_TRUE(caps.kv_len_at_least_q_len);
+  EXPECT_TRUE(caps.causal_windows_only);
+  reply["capabilities"]["kv_len_at_least_q_len"] = 1;
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.kv_len_at_least_q_len"),
+            std::string::npos);
+  reply["capabilities"]["kv_len_at_least_q_len"] = true;
+  reply["capabilities"].erase("window");  // a restriction of windows it does not have
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.causal_windows_only"),
+            std::string::npos);
+}
+
 TEST(ProcessProtocol, ParsesAndChecksRunReplies) {
   const RunReply declined = parse_run_reply(R"({"id": 3, "ok": false, "unsupported": true, "error": "too big"})");
   EXPECT_EQ(declined.id, 3u);

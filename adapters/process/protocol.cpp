@@ -18,9 +18,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 13> kCapabilityKeys = {
-    "masks", "causal", "window", "alibi", "sinks", "descales", "gqa", "scale", "softcap", "dv_ne_dk", "lse", "fully_masked_rows",
-    "max_elements"};
+constexpr std::array<std::string_view, 15> kCapabilityKeys = {
+    "masks",   "causal",  "window",   "alibi", "sinks", "descales", "gqa", "scale", "softcap", "dv_ne_dk", "lse",
+    "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "max_elements"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
@@ -95,7 +95,8 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
          a.alibi_top_left == b.alibi_top_left && a.alibi_bottom_right == b.alibi_bottom_right && a.sinks == b.sinks &&
          a.descales == b.descales && a.gqa == b.gqa &&
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
-         a.fully_masked_rows == b.fully_masked_rows &&
+         a.fully_masked_rows == b.fully_masked_rows && a.kv_len_at_least_q_len == b.kv_len_at_least_q_len &&
+         a.causal_windows_only == b.causal_windows_only &&
          a.max_elements == b.max_elements;
 }
 
@@ -163,6 +164,11 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   c.dv_ne_dk = get_bool(caps, "dv_ne_dk", "capabilities.");
   c.lse = get_bool(caps, "lse", "capabilities.");
   c.fully_masked_rows = get_bool(caps, "fully_masked_rows", "capabilities.");
+  // Restrictions: absent means none.
+  c.kv_len_at_least_q_len = get_bool(caps, "kv_len_at_least_q_len", "capabilities.");
+  c.causal_windows_only = get_bool(caps, "causal_windows_only", "capabilities.");
+  if (c.causal_windows_only && !c.window_top_left && !c.window_bottom_right)
+    fail("capabilities.causal_windows_only", "true without any window alignment in capabilities.window");
   if (caps.contains("max_elements")) {
     const json& limit = caps["max_elements"];
     if (!limit.is_number_unsigned() || limit.get<std::uint64_t>() == 0)

@@ -127,12 +127,17 @@ ClauseOutcome check_causal(PropertyContext& context) {
 
 ClauseOutcome check_fullmask(PropertyContext& context) {
   const bool lse = context.kernel.capabilities().lse;
+  const bool bool_masks = context.kernel.capabilities().bool_mask;
   const FormatClass formats = format_class(context.kernel.formats());
   return run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
     p = draw_problem(context.kernel, context.profile, without_masks());
     add_padding_mask(p);
     const int row = draw_in(0, p.dims.q_len - 1);
     for (int j = 0; j < p.dims.kv_len; ++j) p.mask[static_cast<std::size_t>(row) * p.dims.kv_len + j] = 0.0;
+    if (!bool_masks) {  // the same mask as {0, -inf} (ONNX Runtime's GroupQueryAttention has no other)
+      p.mask_kind = MaskKind::additive;
+      for (double& m : p.mask) m = m == 1.0 ? 0.0 : -INFINITY;
+    }
     const KernelResult got = context.kernel.run(p);
     if (got.out.size() != p.out_size()) return "kernel returned the wrong number of outputs";
     const auto dv = static_cast<std::size_t>(p.dims.d_v);

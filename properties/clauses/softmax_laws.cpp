@@ -26,8 +26,10 @@ bool set_identity_values(Problem& p) {
 // Room for V = identity: d_v = S, and d_k = S too if the kernel needs d_v == d_k.
 std::function<void(Dims&)> values_as_wide_as_keys(const Kernel& kernel) {
   const bool dv_free = kernel.capabilities().dv_ne_dk;
-  return [dv_free](Dims& d) {
+  const bool keys_cover_rows = kernel.capabilities().kv_len_at_least_q_len;
+  return [dv_free, keys_cover_rows](Dims& d) {
     d.kv_len = std::min(d.kv_len, 16);
+    if (keys_cover_rows) d.q_len = std::min(d.q_len, d.kv_len);
     d.d_v = d.kv_len;
     if (!dv_free) d.d_k = d.kv_len;
   };
