@@ -5,8 +5,11 @@ number format and device (spec/SPEC.md section 8).
 
     attnspec run --kernel 'cmd:python3 adapters/pytorch/torch_adapter.py --dtype bfloat16 --device cuda --backend flash'
 
---backend: default (PyTorch picks), math, flash, efficient, cudnn; the
-fused ones need a GPU. What the adapter declares follows the installed
+--backend: default (PyTorch picks), math, flash, efficient, cudnn (SDPA;
+the fused ones need a GPU), or flex: FlexAttention (PyTorch >= 2.5), which
+also takes sliding windows of both alignments, ALiBi and softcap, and returns
+the lse (adapters/pytorch/flex_mapping.py says how each maps onto its
+score_mod and block mask). What the adapter declares follows the installed
 version: an explicit scale from 2.1, bottom-right causal masks from 2.1
 (torch.nn.attention.bias), grouped-query heads from 2.5 (enable_gqa), and
 zeros for fully masked rows from 2.5. PyTorch refuses a mask together with
@@ -20,7 +23,7 @@ import os
 import sys
 
 FORMATS = ("float64", "float32", "float16", "bfloat16")
-BACKENDS = ("default", "math", "flash", "efficient", "cudnn")
+BACKENDS = ("default", "math", "flash", "efficient", "cudnn", "flex")
 
 
 def version_at_least(torch, major, minor):
@@ -46,7 +49,24 @@ def backend_context(torch, backend):
                                               enable_mem_efficient=flags["efficient"])
 
 
+def flex_hello(torch, args):
+    """FlexAttention: scores and softmax in float32 for 16-bit inputs."""
+    accumulate = "float32" if args.dtype in ("float16", "bfloat16") else args.dtype
+    both = ["top_left", "bottom_right"]
+    return {
+        "protocol": 1,
+        "name": "torch-%s-flex-%s-%s" % (torch.__version__.split("+")[0], args.device, args.dtype),
+        "formats": {"input": args.dtype, "accumulate": accumulate, "output": args.dtype},
+        "capabilities": {"masks": ["bool", "additive"], "causal": both, "window": both, "alibi": both,
+                         "gqa": True, "scale": True, "softcap": True,
+                         # A value head size of its own from PyTorch 2.6.
+                         "dv_ne_dk": version_at_least(torch, 2, 6), "lse": True, "fully_masked_rows": True},
+    }
+
+
 def hello(torch, args):
+    if args.backend == "flex":
+        return flex_hello(torch, args)
     # Fused GPU kernels keep the softmax and its sums in float32; the math
     # composition stores intermediates in the input type.
     fused = args.backend in ("flash", "efficient", "cudnn") or (args.backend == "default" and args.device == "cuda")
@@ -69,6 +89,16 @@ def run_case(torch, np, directory, args):
     dtype = getattr(torch, args.dtype)
     load = lambda name: torch.from_numpy(np.load(os.path.join(directory, name + ".npy"))).to(args.device)
     q, k, v = (load(name).to(dtype) for name in ("q", "k", "v"))
+    # float16 values travel as <f2, the others as <f4 or <f8 (bfloat16 fits float32 exactly).
+    carrier = {"float64": np.float64, "float16": np.float16}.get(args.dtype, np.float32)
+    wide = torch.float64 if args.dtype == "float64" else torch.float32
+    if args.backend == "flex":
+        from flex_mapping import run_flex
+        with torch.no_grad():
+            out, lse = run_flex(torch, np, case, directory, q, k, v, args.device)
+        np.save(os.path.join(directory, "out.npy"), out.to(wide).cpu().numpy().astype(carrier))
+        np.save(os.path.join(directory, "lse.npy"), lse.to(wide).cpu().numpy().astype(np.float64))
+        return {"ok": True}
     options = {}
     if case["scale"] is not None:
         options["scale"] = case["scale"]
@@ -93,9 +123,6 @@ def run_case(torch, np, directory, args):
         mask = causal_lower_right(case["q_len"], case["kv_len"])
     with torch.no_grad(), backend_context(torch, args.backend):
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
-    # float16 values travel as <f2, the others as <f4 or <f8 (bfloat16 fits float32 exactly).
-    carrier = {"float64": np.float64, "float16": np.float16}.get(args.dtype, np.float32)
-    wide = torch.float64 if args.dtype == "float64" else torch.float32
     np.save(os.path.join(directory, "out.npy"), out.to(wide).cpu().numpy().astype(carrier))
     return {"ok": True}
 
@@ -115,6 +142,10 @@ def main():
     if not version_at_least(torch, 2, 0):
         print("torch_adapter: needs PyTorch >= 2, found %s" % torch.__version__, file=sys.stderr)
         return 2
+    if args.backend == "flex" and not version_at_least(torch, 2, 5):
+        print("torch_adapter: --backend flex needs PyTorch >= 2.5, found %s" % torch.__version__, file=sys.stderr)
+        return 2
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # flex_mapping.py beside it
     for line in sys.stdin:
         request = json.loads(line)
         if request["op"] == "bye":

@@ -17,3 +17,10 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 "$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend math" --profile quick --save-failures "$work" \
   --clause SCALE --clause MASKBOOL --clause MASKADD --clause CAUSAL --clause FULLMASK --clause GQA --clause PREC
+# FlexAttention (--backend flex): windows, ALiBi, softcap and the lse go
+# through flex_mapping.py's score_mod and mask_mod into the stand-in's
+# flex_attention, which follows PyTorch 2.5's documented semantics.
+"$ATTNSPEC" check-adapter "$adapter --dtype float32 --backend flex"
+"$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend flex" --profile quick --save-failures "$work" \
+  --clause WINDOW --clause ALIBI --clause SOFTCAP --clause LSE --clause CAUSAL --clause MASKADD --clause MASKBOOL \
+  --clause FULLMASK --clause GQA --clause PREC

@@ -28,9 +28,33 @@ class Tensor:
     def numpy(self):
         return self.array
 
+    # What FlexAttention's score_mod and mask_mod do with captured tensors:
+    # index them with the (broadcast) index arrays the stand-in passes.
+    @property
+    def shape(self):
+        return self.array.shape
+
+    def dim(self):
+        return self.array.ndim
+
+    def __getitem__(self, index):
+        return self.array[index]
+
 
 def from_numpy(array):
     return Tensor(array)
+
+
+def tanh(x):
+    return np.tanh(x)
+
+
+def abs(x):  # noqa: A001 (torch's name)
+    return np.abs(x)
+
+
+def where(condition, x, y):
+    return np.where(condition, x, y)
 
 
 def no_grad():
