@@ -146,7 +146,8 @@ Command add_check_adapter_command(CLI::App& app) {
   sub->footer(
       "Starts the adapter, checks its hello reply (field by field, as in\n"
       "adapters/process/attnspec-process-1.schema.json), sends one small case per declared feature and\n"
-      "checks each answer and out.npy (shape, dtype, values of the declared output format), then sends\n"
+      "checks each answer, out.npy (shape, dtype, values of the declared output format) and lse.npy\n"
+      "(values of the declared accumulation format), then sends\n"
       "bye and checks for exit status 0. Exit status 0 all checks pass, 1 a check failed, 2 usage.\n\n"
       "Example: attnspec check-adapter 'cmd:python3 adapters/python/numpy_adapter.py'");
   sub->add_option("ADAPTER", *adapter, "cmd:COMMAND, as for attnspec run --kernel")->required();

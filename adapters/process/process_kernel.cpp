@@ -131,8 +131,12 @@ class ProcessKernel final : public Kernel {
     if (!reply.ok) throw std::runtime_error("the adapter reported an error: " + reply.error);
 
     KernelResult result;
-    result.out = read_output(directory / "out.npy", out_shape(problem), deadline);
-    if (info_.capabilities.lse) result.lse = read_output(directory / "lse.npy", lse_shape(problem), deadline);
+    result.out = read_output(directory / "out.npy", out_shape(problem), info_.formats.output, "output", deadline);
+    // The lse is rounded to the accumulation format (SPEC 6.6), as
+    // FlashAttention's float32 lse beside float16 outputs.
+    if (info_.capabilities.lse)
+      result.lse = read_output(directory / "lse.npy", lse_shape(problem), info_.formats.accumulate, "accumulation",
+                               deadline);
     return result;
   }
 
@@ -201,7 +205,8 @@ class ProcessKernel final : public Kernel {
     throw KernelFault(message);
   }
 
-  std::vector<double> read_output(const fs::path& path, const std::vector<std::size_t>& shape, Deadline deadline) const {
+  std::vector<double> read_output(const fs::path& path, const std::vector<std::size_t>& shape, FormatId format,
+                                  const char* format_role, Deadline deadline) const {
     std::error_code missing;
     if (!fs::exists(fs::symlink_status(path, missing)))
       throw std::runtime_error("the adapter answered ok but wrote no " + path.filename().string());
@@ -219,12 +224,12 @@ class ProcessKernel final : public Kernel {
     }
     if (array.dtype == NpyDtype::boolean)
       throw std::runtime_error("the adapter's " + path.filename().string() + " is a bool array, expected <f8, <f4 or <f2");
-    const FormatId output = info_.formats.output;
     for (std::size_t i = 0; i < array.values.size(); ++i)
-      if (!is_representable(array.values[i], output))
+      if (!is_representable(array.values[i], format))
         throw std::runtime_error("the adapter's " + path.filename().string() + " holds " + std::to_string(array.values[i]) +
                                  " at flat index " + std::to_string(i) + ", not a " +
-                                 std::string(format_info(output).name) + " value (its declared output format)");
+                                 std::string(format_info(format).name) + " value (its declared " + format_role +
+                                 " format)");
     return std::move(array.values);
   }
 

@@ -9,7 +9,10 @@ number format and device (spec/SPEC.md section 8).
 the fused ones need a GPU), or flex: FlexAttention (PyTorch >= 2.5), which
 also takes sliding windows of both alignments, ALiBi and softcap, and returns
 the lse (adapters/pytorch/flex_mapping.py says how each maps onto its
-score_mod and block mask). What the adapter declares follows the installed
+score_mod and block mask); or flash_attn: the flash_attn package's
+flash_attn_func (FlashAttention 2 >= 2.6, float16/bfloat16 on a GPU), which
+takes bottom-right causal masking, windows and ALiBi, softcap and returns
+the lse (adapters/pytorch/flash_attn_mapping.py). What the adapter declares follows the installed
 version: an explicit scale from 2.1, bottom-right causal masks from 2.1
 (torch.nn.attention.bias), grouped-query heads from 2.5 (enable_gqa), and
 zeros for fully masked rows from 2.5. PyTorch refuses a mask together with
@@ -23,7 +26,7 @@ import os
 import sys
 
 FORMATS = ("float64", "float32", "float16", "bfloat16")
-BACKENDS = ("default", "math", "flash", "efficient", "cudnn", "flex")
+BACKENDS = ("default", "math", "flash", "efficient", "cudnn", "flex", "flash_attn")
 
 
 def version_at_least(torch, major, minor):
@@ -64,9 +67,24 @@ def flex_hello(torch, args):
     }
 
 
+def flash_attn_hello(torch, args):
+    """FlashAttention 2: bottom-right alignment only, no masks, softmax in float32."""
+    import flash_attn
+    right = ["bottom_right"]
+    return {
+        "protocol": 1,
+        "name": "flash_attn-%s-%s-%s" % (flash_attn.__version__, args.device, args.dtype),
+        "formats": {"input": args.dtype, "accumulate": "float32", "output": args.dtype},
+        "capabilities": {"causal": right, "window": right, "alibi": right, "gqa": True, "scale": True,
+                         "softcap": True, "dv_ne_dk": False, "lse": True, "fully_masked_rows": True},
+    }
+
+
 def hello(torch, args):
     if args.backend == "flex":
         return flex_hello(torch, args)
+    if args.backend == "flash_attn":
+        return flash_attn_hello(torch, args)
     # Fused GPU kernels keep the softmax and its sums in float32; the math
     # composition stores intermediates in the input type.
     fused = args.backend in ("flash", "efficient", "cudnn") or (args.backend == "default" and args.device == "cuda")
@@ -92,10 +110,12 @@ def run_case(torch, np, directory, args):
     # float16 values travel as <f2, the others as <f4 or <f8 (bfloat16 fits float32 exactly).
     carrier = {"float64": np.float64, "float16": np.float16}.get(args.dtype, np.float32)
     wide = torch.float64 if args.dtype == "float64" else torch.float32
-    if args.backend == "flex":
+    if args.backend in ("flex", "flash_attn"):
+        from flash_attn_mapping import run_flash_attn
         from flex_mapping import run_flex
+        run = run_flex if args.backend == "flex" else run_flash_attn
         with torch.no_grad():
-            out, lse = run_flex(torch, np, case, directory, q, k, v, args.device)
+            out, lse = run(torch, np, case, directory, q, k, v, args.device)
         np.save(os.path.join(directory, "out.npy"), out.to(wide).cpu().numpy().astype(carrier))
         np.save(os.path.join(directory, "lse.npy"), lse.to(wide).cpu().numpy().astype(np.float64))
         return {"ok": True}
@@ -145,7 +165,16 @@ def main():
     if args.backend == "flex" and not version_at_least(torch, 2, 5):
         print("torch_adapter: --backend flex needs PyTorch >= 2.5, found %s" % torch.__version__, file=sys.stderr)
         return 2
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # flex_mapping.py beside it
+    if args.backend == "flash_attn" and args.dtype not in ("float16", "bfloat16"):
+        print("torch_adapter: --backend flash_attn takes --dtype float16 or bfloat16", file=sys.stderr)
+        return 2
+    if args.backend == "flash_attn":
+        try:
+            import flash_attn  # noqa: F401
+        except ImportError as error:
+            print("torch_adapter: --backend flash_attn needs the flash_attn package (%s)" % error, file=sys.stderr)
+            return 2
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the mappings beside it
     for line in sys.stdin:
         request = json.loads(line)
         if request["op"] == "bye":

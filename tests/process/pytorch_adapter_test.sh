@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # adapters/pytorch/torch_adapter.py on a machine without PyTorch: driven
-# through tests/process/fake_torch (NumPy standing in for PyTorch 2.5), so
+# through tests/process/fake_torch (NumPy standing in for PyTorch 2.5 and
+# the flash_attn package), so
 # that its protocol handling and argument plumbing are tested here; the
 # numerics of real PyTorch are not.
 # Usage: tests/process/pytorch_adapter_test.sh SOURCE_DIR   (env: ATTNSPEC)
@@ -24,3 +25,10 @@ trap 'rm -rf "$work"' EXIT
 "$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend flex" --profile quick --save-failures "$work" \
   --clause WINDOW --clause ALIBI --clause SOFTCAP --clause LSE --clause CAUSAL --clause MASKADD --clause MASKBOOL \
   --clause FULLMASK --clause GQA --clause PREC
+# The flash_attn package (--backend flash_attn, float16 here; bfloat16 on a
+# real GPU): bottom-right causal masking, windows and ALiBi, softcap and
+# its float32 lse through flash_attn_mapping.py into the stand-in's
+# flash_attn_func.
+"$ATTNSPEC" check-adapter "$adapter --dtype float16 --backend flash_attn"
+"$ATTNSPEC" run --kernel "$adapter --dtype float16 --backend flash_attn" --profile quick --save-failures "$work" \
+  --clause WINDOW --clause ALIBI --clause SOFTCAP --clause LSE --clause CAUSAL --clause GQA --clause PREC
