@@ -7,8 +7,10 @@
 #include "adapters/cpu.hpp"
 #include "adapters/emulated/emulated_kernels.hpp"
 #include "adapters/mutants/mutants.hpp"
+#include "adapters/process/process_kernel.hpp"
 #include "adapters/registry.hpp"
 #include "adapters/third_party.hpp"
+#include "cases/io/input_error.hpp"
 #include "cli/commands.hpp"
 
 namespace attnspec::cli {
@@ -31,19 +33,40 @@ void print_entry(const KernelEntry& entry) {
   if (!platform.code_path.empty()) std::printf("%-18s code path here: %s\n", "", platform.code_path.c_str());
 }
 
+// A process adapter's declaration: its hello, as attnspec run reads it.
+int print_adapters(const std::vector<std::string>& adapters) {
+  for (const std::string& argument : adapters) {
+    if (!argument.starts_with(kProcessKernelPrefix))
+      throw InputError("--adapter", "", "expected cmd:COMMAND, got '" + argument + "'");
+    const std::unique_ptr<Kernel> kernel = make_kernel(argument);  // throws, naming the field, on a bad hello
+    const KernelFormats f = kernel->formats();
+    std::printf("%s\n  command: %s\n  input %s, accumulate %s, output %s%s\n  capabilities: %s\n", kernel->name().c_str(),
+                argument.substr(kProcessKernelPrefix.size()).c_str(), std::string(format_info(f.input).name).c_str(),
+                std::string(format_info(f.accumulate).name).c_str(), std::string(format_info(f.output).name).c_str(),
+                describe_weights(f).c_str(), describe(kernel->capabilities()).c_str());
+    kernel->end_run(false);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command add_kernels_command(CLI::App& app) {
   auto mutants = std::make_shared<bool>(false);
+  auto adapters = std::make_shared<std::vector<std::string>>();
   CLI::App* sub = app.add_subcommand("kernels", "List the kernels with their formats and capabilities");
   sub->add_flag("--mutants", *mutants, "also list the mutant kernels: one realistic bug each, and the clause meant to catch it");
+  sub->add_option("--adapter", *adapters,
+                  "cmd:COMMAND: start this process adapter and show what it declares (its hello) instead of the "
+                  "list; repeatable");
   sub->footer("A kernel in another process (any language) is tested as --kernel cmd:COMMAND; see spec/SPEC.md\n"
               "section 8 and adapters/python/ for an example. A third-party kernel whose library has no code\n"
               "path for this CPU is listed as NOT AVAILABLE with the reason; `attnspec run` reports it as not\n"
               "available (exit status 3) instead of judging it. Its code path here (oneDNN's ISA, capped by\n"
               "ONEDNN_MAX_CPU_ISA; ATen's CPU capability, capped by ATEN_CPU_CAPABILITY; XNNPACK's\n"
               "micro-kernels, which nothing caps) is named under it.");
-  return {sub, [mutants] {
+  return {sub, [mutants, adapters] {
+            if (!adapters->empty()) return print_adapters(*adapters);
             std::printf("CPU: %s\n\nBuilt-in:\n", describe(this_cpu()).c_str());
             for (const KernelEntry& entry : builtin_kernels()) print_entry(entry);
             std::printf("\nThird-party, in process:");

@@ -97,6 +97,12 @@ check "check a case the kernel cannot represent" run 2 check "$source_dir/cases/
 check "representability message" says "not all representable"
 check "check a case the kernel lacks features for" run 0 check "$source_dir/cases/golden/gqa" --kernel online-f32
 
+check "kernels --adapter shows a process adapter's hello" run 0 kernels --adapter "cmd:$python $source_dir/tests/process/faulty_adapter.py --fault none"
+check "with its capabilities" says "capabilities: bool-mask additive-mask causal:top_left,bottom_right gqa"
+check "kernels --adapter names a broken hello's field" run 2 kernels --adapter "cmd:$python $source_dir/tests/process/faulty_adapter.py --fault bad-hello"
+check "and says which" says "capabilities.softCap"
+check "kernels --adapter wants cmd:" run 2 kernels --adapter numpy
+check "and says so" says "expected cmd:COMMAND"
 check "kernels --mutants" run 0 kernels --mutants
 check "mutant listed" says "mutant-gqa-modulo .*caught by GQA"
 check "a mutant fails its clause" run 1 run --kernel mutant-gqa-modulo --clause GQA --save-failures "$work/mutant"
