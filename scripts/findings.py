@@ -62,6 +62,8 @@ KERNELS = [
     # that causal masking or a window blocks reach the row (README 8).
     ("onnxruntime-gqa-float32", "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention",
      ["WINDOW", "FULLMASK", "NANPROP"], {}),
+    ("onnxruntime-gqa-float16", "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention --dtype float16",
+     ["WINDOW", "FULLMASK", "NANPROP"], {}),
     # On an AVX-512 machine, the AVX2 code paths too, through the caps the
     # libraries read (XNNPACK has none; libtorch's bf16 matmul is chosen
     # from CPUID, not from a cap, so it is not repeated here).

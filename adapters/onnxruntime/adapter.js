@@ -6,6 +6,7 @@
 //   attention             ONNX's Attention, opset 23 (attention_op.js)
 //   group_query_attention the com.microsoft GroupQueryAttention contrib
 //                         operator (gqa_op.js)
+// --dtype float32 (default) or float16, for either.
 // Protocol replies go to stdout, one JSON object a line; logs go to stderr.
 
 const readline = require('readline');

@@ -18,13 +18,15 @@
 // - causal masking and a window become causal / local_window_size when the
 //   band they leave is ORT's, checked key by key; otherwise the case is
 //   "unsupported";
-// - an additive mask becomes attention_bias (float32, -inf kept);
+// - an additive mask becomes attention_bias, and sinks head_sink, of the
+//   input type (a value that type cannot hold makes the case unsupported);
 // - sinks that are all 0 become smooth_softmax = 1, others head_sink;
 // - with past keys and L > 1, ORT takes one batch entry a run: the entries
 //   are run one by one.
 
 const path = require('path');
 const { writeNpy } = require('./npy');
+const { toHalfArray } = require('./float16');
 const { encodeInput, readCase, loadRuntime, valueInfo, sessionFor } = require('./common');
 
 const IR_VERSION = 11;
@@ -108,7 +110,8 @@ function relayout(values, [, H, T, d], D, b0, nb, first, count, bsnh) {
 
 function buildModel(plan) {
   const { TensorProto, AttributeProto, ModelProto } = loadRuntime().onnx;
-  const F = TensorProto.DataType.FLOAT, I = TensorProto.DataType.INT32;
+  const F = plan.dtype === 'float32' ? TensorProto.DataType.FLOAT : TensorProto.DataType.FLOAT16;
+  const I = TensorProto.DataType.INT32;
   const { B, Hq, Hkv, L, S, D, past } = plan;
   const inputs = [valueInfo('query', F, [B, L, Hq * D]), valueInfo('key', F, [B, L, Hkv * D]),
     valueInfo('value', F, [B, L, Hkv * D])];
@@ -160,27 +163,31 @@ function buildModel(plan) {
 async function runEntries(plan, arrays, b0) {
   const { ort } = loadRuntime();
   const { B, Hq, Hkv, L, S, D, past } = plan;
+  // float16 tensors travel as their bit patterns (the values were checked
+  // to be float16 numbers, so the conversion is exact).
+  const tensor = (values, shape) => (plan.dtype === 'float32'
+    ? new ort.Tensor('float32', Float32Array.from(values), shape)
+    : new ort.Tensor('float16', toHalfArray(values), shape));
   const feeds = {
-    query: new ort.Tensor('float32', relayout(arrays.q.data, arrays.q.shape, D, b0, B, 0, L, true), [B, L, Hq * D]),
-    key: new ort.Tensor('float32', relayout(arrays.k.data, arrays.k.shape, D, b0, B, past, L, true), [B, L, Hkv * D]),
-    value: new ort.Tensor('float32', relayout(arrays.v.data, arrays.v.shape, D, b0, B, past, L, true), [B, L, Hkv * D]),
+    query: tensor(relayout(arrays.q.data, arrays.q.shape, D, b0, B, 0, L, true), [B, L, Hq * D]),
+    key: tensor(relayout(arrays.k.data, arrays.k.shape, D, b0, B, past, L, true), [B, L, Hkv * D]),
+    value: tensor(relayout(arrays.v.data, arrays.v.shape, D, b0, B, past, L, true), [B, L, Hkv * D]),
     seqlens_k: new ort.Tensor('int32', new Int32Array(B).fill(S - 1), [B]),
     total_sequence_length: new ort.Tensor('int32', Int32Array.from([S]), []),
   };
   if (past > 0) {
     const pastKey = relayout(arrays.k.data, arrays.k.shape, D, b0, B, 0, past, false);
     const pastValue = relayout(arrays.v.data, arrays.v.shape, D, b0, B, 0, past, false);
-    feeds.past_key = new ort.Tensor('float32', pastKey, [B, Hkv, past, D]);
-    feeds.past_value = new ort.Tensor('float32', pastValue, [B, Hkv, past, D]);
+    feeds.past_key = tensor(pastKey, [B, Hkv, past, D]);
+    feeds.past_value = tensor(pastValue, [B, Hkv, past, D]);
   }
   if (plan.biasShape) {
     // Its batch dimension is 1 (broadcast) or the case's B, of which these entries.
     const perEntry = plan.biasShape.slice(1).reduce((a, b) => a * b, 1);
     const first = arrays.mask.shape[0] === 1 ? 0 : b0 * perEntry;
-    const data = Float32Array.from(arrays.mask.data.slice(first, first + plan.biasShape[0] * perEntry));
-    feeds.attention_bias = new ort.Tensor('float32', data, plan.biasShape);
+    feeds.attention_bias = tensor(arrays.mask.data.slice(first, first + plan.biasShape[0] * perEntry), plan.biasShape);
   }
-  if (plan.headSink) feeds.head_sink = new ort.Tensor('float32', Float32Array.from(arrays.sinks.data), [Hq]);
+  if (plan.headSink) feeds.head_sink = tensor(arrays.sinks.data, [Hq]);
   const session = await sessionFor(JSON.stringify(['GroupQueryAttention', plan]), () => buildModel(plan));
   const result = await session.run(feeds);
   const y = result.output;
@@ -190,7 +197,7 @@ async function runEntries(plan, arrays, b0) {
   return data;
 }
 
-async function runCase(dir) {
+async function runCase(dir, dtype) {
   const { spec, arrays } = readCase(dir);
   const reason = unsupportedReason(spec);
   if (reason) return reason;
@@ -199,8 +206,9 @@ async function runCase(dir) {
     return "GroupQueryAttention's bands are causal (bottom-right) with a left window or none; this case's causal " +
       'masking and window leave another band';
   }
-  for (const name of ['q', 'k', 'v']) {
-    const encoded = encodeInput(arrays[name].data, 'float32', `${name}.npy`);
+  for (const name of ['q', 'k', 'v', 'mask', 'sinks']) {
+    if (!arrays[name] || arrays[name].descr === '|b1') continue;
+    const encoded = encodeInput(arrays[name].data, dtype, `${name}.npy`);
     if (encoded.reason) return encoded.reason;
   }
   const B = spec.batch, Hq = spec.q_heads, L = spec.q_len, S = spec.kv_len, d = spec.d_k;
@@ -211,12 +219,13 @@ async function runCase(dir) {
   // context is given": such a case runs one batch entry at a time.
   const entriesPerRun = S > L && L > 1 ? 1 : B;
   const plan = {
-    B: entriesPerRun, Hq, Hkv: spec.kv_heads, L, S, D, past: S - L, causal: band.causal, windowSize: band.windowSize,
+    dtype, B: entriesPerRun, Hq, Hkv: spec.kv_heads, L, S, D, past: S - L, causal: band.causal, windowSize: band.windowSize,
     scale: spec.scale !== null ? spec.scale : D !== d ? Math.fround(1 / Math.sqrt(d)) : null,
     softcap: spec.softcap, smoothSoftmax, headSink: sinks !== null && !smoothSoftmax,
     biasShape: spec.mask === 'additive' ? [Math.min(arrays.mask.shape[0], entriesPerRun), ...arrays.mask.shape.slice(1)] : null,
   };
-  const out = new Float32Array(B * Hq * L * d);
+  // float16 outputs stay bit patterns, written as '<f2'.
+  const out = dtype === 'float32' ? new Float32Array(B * Hq * L * d) : new Uint16Array(B * Hq * L * d);
   for (let b0 = 0; b0 < B; b0 += entriesPerRun) {
     const y = await runEntries(plan, arrays, b0);
     for (let b = 0; b < entriesPerRun; b++) {
@@ -228,20 +237,26 @@ async function runCase(dir) {
       }
     }
   }
-  writeNpy(path.join(dir, 'out.npy'), '<f4', [B, Hq, L, d], out);
+  writeNpy(path.join(dir, 'out.npy'), dtype === 'float32' ? '<f4' : '<f2', [B, Hq, L, d], out);
   return null;
 }
 
-function helloReply() {
+function helloReply(dtype) {
   return {
     protocol: 1,
-    name: 'onnxruntime-1.30-gqa-float32',
-    formats: { input: 'float32', accumulate: 'float32', output: 'float32' },
+    name: `onnxruntime-1.30-gqa-${dtype}`,
+    // float16: the scaled logits are stored in float16 (probed: logits 2048
+    // and 2049 give weights 1/2 and 1/2), so float16 is the format its
+    // intermediates are rounded to, as for the Attention operator.
+    formats: { input: dtype, accumulate: dtype, output: dtype },
     capabilities: {
       masks: ['additive'],
       causal: ['bottom_right'],
       window: ['bottom_right'],
-      sinks: true,
+      // float16: ORT takes head_sink in float16, but the suite's sinks are
+      // float32 numbers (spec/SPEC.md section 4), most of which float16
+      // cannot hold; declining them would leave SINK and others INCOMPLETE.
+      sinks: dtype === 'float32',
       gqa: true,
       scale: true,
       softcap: true,
@@ -257,4 +272,4 @@ function helloReply() {
   };
 }
 
-module.exports = { runCase, helloReply, dtypes: ['float32'], mapBand };
+module.exports = { runCase, helloReply, dtypes: ['float32', 'float16'], mapBand };
