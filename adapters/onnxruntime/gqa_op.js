@@ -1,8 +1,8 @@
 'use strict';
 // ONNX Runtime's GroupQueryAttention contrib operator (com.microsoft, CPU
-// execution provider), one node a model: the operator LLM exports (Phi,
-// Llama, Mistral, gpt-oss through onnxruntime-genai) run, with its KV cache
-// inputs, local (sliding) window, softcap, smooth softmax and head sinks.
+// execution provider), one node a model: the operator onnxruntime-genai's
+// LLM exports run, with its KV cache inputs, local (sliding) window,
+// softcap, smooth softmax and head sinks.
 // Found by probing 1.30 (README): causal=1 (its default) is bottom-right
 // causal over past + new keys; local_window_size = W lets row i see keys
 // i + S - L - W + 1 ... i + S - L, i.e. the window (W - 1, 0); a head sink
