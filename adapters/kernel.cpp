@@ -85,6 +85,9 @@ std::string describe(const Capabilities& c) {
   add(c.fully_masked_rows, "fully-masked-rows");
   add(c.kv_len_at_least_q_len, "only:kv_len>=q_len");
   add(c.causal_windows_only, "only:causal-windows");
+  add(c.varlen, "varlen");
+  add(c.kv_cache, "kv-cache");
+  add(c.paged_kv_cache, "paged-kv-cache");
   if (c.max_elements != std::numeric_limits<std::size_t>::max())
     add(true, "max-elements:" + std::to_string(c.max_elements));
   return text;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "formats/format.hpp"
+#include "reference/layouts.hpp"
 #include "reference/problem.hpp"
 
 namespace attnspec {
@@ -74,6 +75,12 @@ struct Capabilities {
   // cannot run (missing_capabilities).
   bool kv_len_at_least_q_len = false;
   bool causal_windows_only = false;
+  // The layouts of spec/SPEC.md section 2.5 (Kernel::run_varlen,
+  // Kernel::run_kv_cache): packed variable-length batches, KV caches with
+  // appended keys, and paged KV caches.
+  bool varlen = false;
+  bool kv_cache = false;
+  bool paged_kv_cache = false;
   std::size_t max_elements = std::numeric_limits<std::size_t>::max();  // of B*Hq*L*S
 };
 
@@ -106,6 +113,15 @@ class Kernel {
   virtual KernelFormats formats() const = 0;
   virtual Capabilities capabilities() const = 0;
   virtual KernelResult run(const Problem& problem) = 0;
+  // The same function on the layouts of SPEC 2.5, for kernels that declare
+  // them: outputs and lse in the layout's arrangement (reference/
+  // layouts.hpp). The defaults decline.
+  virtual KernelResult run_varlen(const VarlenBatch& /*batch*/) {
+    throw KernelUnsupported(name() + " takes no variable-length batches");
+  }
+  virtual KernelResult run_kv_cache(const KvCacheBatch& /*batch*/) {
+    throw KernelUnsupported(name() + " takes no KV caches");
+  }
   // Where the kernel's own diagnostics go (a process adapter's stderr), for
   // the report; nullopt for in-process kernels.
   virtual std::optional<std::filesystem::path> log_file() const { return std::nullopt; }

@@ -11,6 +11,7 @@
 #include "cases/io/printable.hpp"
 #include "cli/commands.hpp"
 #include "properties/harness.hpp"
+#include "properties/layout_check.hpp"
 
 namespace attnspec::cli {
 namespace {
@@ -33,8 +34,18 @@ int check(const CheckArgs& args) {
         throw InputError(args.case_dir, "dtype",
                          "case values (" + std::string(format_info(c.dtype).name) + ") are not all representable in the kernel's input format " +
                              std::string(format_info(input).name));
+  if (c.layout) {
+    const Capabilities caps = kernel->capabilities();
+    const bool paged = c.layout->kind == LayoutKind::kv_cache && c.layout->cache.page_size > 0;
+    const bool takes = c.layout->kind == LayoutKind::varlen ? caps.varlen : paged ? caps.paged_kv_cache : caps.kv_cache;
+    if (!takes)
+      throw InputError(args.case_dir, "layout",
+                       "kernel " + args.kernel + " cannot run this case: it takes no " +
+                           (c.layout->kind == LayoutKind::varlen ? "variable-length batches" : paged ? "paged KV caches" : "KV caches"));
+  }
   ErrorStats stats;
-  const std::string failure = check_against_reference(*kernel, c.problem, stats);
+  const std::string failure = c.layout ? check_layout_against_reference(*kernel, c.problem, *c.layout, stats)
+                                       : check_against_reference(*kernel, c.problem, stats);
   // Provenance is free-form: a "clause" that is not a string is not one.
   const auto found = c.provenance.find("clause");
   const std::string clause = found != c.provenance.end() && found->is_string() ? printable(found->get<std::string>(), 40) : "";
@@ -55,6 +66,7 @@ Command add_check_command(CLI::App& app) {
   sub->footer(
       "Checks every output within the precision model's bound of the certified reference (spec/SPEC.md\n"
       "section 6), NaN exactly where a non-finite input reaches, and the lse if the kernel returns it.\n"
+      "A case with a \"layout\" (spec/SPEC.md sections 2.5 and 4) runs laid out, each sequence checked.\n"
       "Exit status 0 pass, 1 fail, 2 bad input. Reproduces the counterexamples `attnspec run` saves.");
   sub->add_option("CASE_DIR", args->case_dir, "an attnspec-case/1 directory")->required()->check(CLI::ExistingDirectory);
   sub->add_option("--kernel", args->kernel, "kernel to run (see: attnspec kernels)")->required();

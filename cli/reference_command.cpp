@@ -98,6 +98,12 @@ int run_reference(const ReferenceArgs& args) {
   std::vector<std::optional<ExpectedValues>> expected;
   for (const std::string& dir : args.case_dirs) {
     cases.push_back(load_case(dir));
+    // A laid-out case's answer is its sequences' (SPEC 2.5), not its dense
+    // arrays' as they stand.
+    if (cases.back().layout)
+      throw InputError(dir, "layout",
+                       "the case is laid out (spec/SPEC.md section 2.5); attnspec reference computes dense cases only "
+                       "(use attnspec check to judge a kernel on it)");
     expected.push_back(load_expected(dir));
   }
 

@@ -63,6 +63,17 @@ enum class Tier { worst_case, tight };
 Evaluation evaluate(Kernel& kernel, const Problem& p, FullyMaskedRows rows = FullyMaskedRows::as_declared,
                     ReferencePath path = ReferencePath::fast, Tier tier = Tier::worst_case);
 
+// evaluate for a result the kernel has already returned (a sequence of a
+// layout, spec/SPEC.md section 2.5).
+Evaluation evaluate_result(const Kernel& kernel, const Problem& p, KernelResult got,
+                           FullyMaskedRows rows = FullyMaskedRows::as_declared, ReferencePath path = ReferencePath::fast,
+                           Tier tier = Tier::worst_case);
+
+// "" when every lse of e is within its bound of the reference (exactly
+// -inf where the row has no visible key and no sink), else the first that
+// is not. NaN references are NANPROP's.
+std::string lse_outside_bound(const Evaluation& e);
+
 // Whether |got - exact| <= bound, where exact is known only to lie within
 // reference_error of reference + reference_low: nullopt when the enclosure
 // cannot tell.
@@ -113,6 +124,8 @@ std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, cons
 // within its bound of both tiers, non-finite exactly where the reference is
 // NaN, and the lse (if the kernel returns one) within its bound.
 std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats& stats);
+// The same for a result the kernel has already returned.
+std::string check_result_against_reference(const Kernel& kernel, const Problem& p, KernelResult got, ErrorStats& stats);
 
 // The identity index map for `disagree`.
 std::vector<std::size_t> same_index(std::size_t n);

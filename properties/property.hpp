@@ -59,6 +59,9 @@ struct ClauseOutcome {
   std::optional<double> bound_used;   // largest error / bound over all checked elements
   std::optional<Problem> counterexample;  // shrunk; inputs representable in the kernel's input format
   std::string reason;                 // why it failed or was skipped; informative notes
+  // How the counterexample was laid out (VARLEN, KVCACHE, PAGED: the
+  // failure needs the layout; saved with the case).
+  std::optional<LayoutRecipe> counterexample_layout;
   // What was and was not judged (spec/SPEC.md section 8).
   int declined = 0;                   // cases the kernel turned down
   int discarded = 0;                  // cases neither judged nor declined (undecidable, nothing to check)

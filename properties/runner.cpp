@@ -127,6 +127,7 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       Case c;
       c.dtype = kernel.formats().input;
       c.problem = *r.outcome.counterexample;
+      c.layout = r.outcome.counterexample_layout;
       c.provenance = {{"generator", "attnspec run"}, {"kernel", report.kernel_argument}, {"clause", r.clause},
                       {"profile", report.profile}, {"seed", options.seed}, {"failure", r.outcome.reason}};
       try {

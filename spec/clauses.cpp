@@ -22,6 +22,9 @@ constexpr std::array kClauses = {
     Clause{"SINK", "a sink adds exp(sigma_h) to the denominator and nothing to the output, as one more key of logit sigma_h and value 0", ClauseKind::semantic, kNeedsSinks},
     Clause{"DESCALE", "descale factors are exact scalings of q, k and v per (batch, kv head), read through the kv head", ClauseKind::semantic, kNeedsDescales},
     Clause{"FULLMASK", "a row with every key blocked outputs exactly 0", ClauseKind::semantic, kNeedsMask},
+    Clause{"VARLEN", "a packed variable-length batch gives each sequence its own dense result; NaN in other sequences' rows and in padding changes nothing", ClauseKind::semantic, kNeedsVarlen},
+    Clause{"KVCACHE", "a KV cache with per-sequence lengths and appended keys gives each sequence the dense problem of its keys; unused slots change nothing", ClauseKind::semantic, kNeedsKvCache},
+    Clause{"PAGED", "a paged KV cache, any page size and page order, gives each sequence the dense problem of its keys; unused pages and slots change nothing", ClauseKind::semantic, kNeedsPagedKvCache},
     Clause{"PERMQ", "permuting query rows permutes output rows", ClauseKind::semantic, kNeedsNothing},
     Clause{"PERMKV", "permuting keys and values together leaves the output unchanged", ClauseKind::semantic, kNeedsNothing},
     Clause{"SHIFT", "a constant added to a row's logits changes nothing; large logits do not overflow", ClauseKind::semantic, kNeedsAdditiveMask},
@@ -79,6 +82,9 @@ std::string skip_reason(const Clause& clause, const Capabilities& c) {
   lacks(kNeedsExplicitScale, c.explicit_scale, "an explicit scale");
   lacks(kNeedsSoftcap, c.softcap, "softcap");
   lacks(kNeedsLse, c.lse, "log-sum-exp output");
+  lacks(kNeedsVarlen, c.varlen, "variable-length batches");
+  lacks(kNeedsKvCache, c.kv_cache, "KV caches");
+  lacks(kNeedsPagedKvCache, c.paged_kv_cache, "paged KV caches");
   return reason;
 }
 

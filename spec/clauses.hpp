@@ -37,6 +37,9 @@ enum Need : unsigned {
   kNeedsSinks = 1u << 9,
   kNeedsDescales = 1u << 10,
   kNeedsMask = 1u << 11,  // bool or additive
+  kNeedsVarlen = 1u << 12,
+  kNeedsKvCache = 1u << 13,
+  kNeedsPagedKvCache = 1u << 14,
 };
 
 struct Clause {

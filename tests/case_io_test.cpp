@@ -113,9 +113,27 @@ TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
   c.problem.descales = Descales{{2, 2, 2, 2}, {0.5, 0.5, 0.5, 0.5}, {1, 1, 1, 1}};
   save_case(c, dir_);
   const nlohmann::json with_window = read_json();
-  EXPECT_EQ(keys(with_window), keys(schema.at("properties")));
+  // A layout goes with neither a mask nor descales: saved apart.
+  c.problem.mask_kind = MaskKind::none;
+  c.problem.mask.clear();
+  c.problem.descales.reset();
+  c.layout = LayoutRecipe{LayoutKind::varlen, {1, 2}, {3, 4}, 0, 1, 0, {}};
+  save_case(c, dir_);
+  const nlohmann::json varlen = read_json();
+  c.layout = LayoutRecipe{LayoutKind::kv_cache, {}, {3, 4}, 0, 0, 1, CacheLayout{4, 0, 1, {}}};
+  save_case(c, dir_);
+  const nlohmann::json cache = read_json();
+  std::set<std::string> every = keys(with_window);
+  every.insert("layout");
+  std::set<std::string> laid_out = every;
+  laid_out.erase("descales");  // "mask" stays, as null
+  EXPECT_EQ(keys(varlen), laid_out);
+  EXPECT_EQ(every, keys(schema.at("properties")));
   EXPECT_EQ(keys(without_window), required);
+  const nlohmann::json& layouts = schema.at("properties").at("layout").at("oneOf");
   EXPECT_EQ(keys(with_window.at("window")), keys(schema.at("properties").at("window").at("oneOf").at(1).at("properties")));
+  EXPECT_EQ(keys(varlen.at("layout")), keys(layouts.at(1).at("properties")));
+  EXPECT_EQ(keys(cache.at("layout")), keys(layouts.at(2).at("properties")));
 }
 
 TEST_F(CaseIo, AlibiRoundTripsWithItsSlopes) {
@@ -157,6 +175,82 @@ TEST_F(CaseIo, BadAlibiIsNamed) {
   j.erase("alibi");
   write_json(j);
   expect_error("alibi_slopes.npy", "", "no \"alibi\"");
+}
+
+// A case with a layout (spec/SPEC.md sections 2.5 and 4): the sample's
+// problem without its mask, laid out.
+TEST_F(CaseIo, LayoutsRoundTrip) {
+  Case c = sample_case();  // B = 2, L = 3, S = 5
+  c.problem.mask_kind = MaskKind::none;
+  c.problem.mask.clear();
+  LayoutRecipe varlen;
+  varlen.q_lens = {3, 0};
+  varlen.kv_lens = {2, 5};
+  varlen.padding_k_rows = 2;
+  c.layout = varlen;
+  save_case(c, dir_);
+  EXPECT_EQ(read_json()["layout"]["kind"], "varlen");
+  EXPECT_EQ(load_case(dir_).layout, c.layout);
+  LayoutRecipe paged;
+  paged.kind = LayoutKind::kv_cache;
+  paged.kv_lens = {5, 1};
+  paged.new_len = 1;
+  paged.cache.page_size = 2;
+  paged.cache.spare_pages = 1;
+  paged.cache.page_order = {3, 0, 2, 1, 4};  // 3 + 1 pages used, 1 spare
+  c.layout = paged;
+  save_case(c, dir_);
+  EXPECT_EQ(load_case(dir_).layout, c.layout);
+  c.layout.reset();
+  save_case(c, dir_);
+  EXPECT_FALSE(read_json().contains("layout"));
+  EXPECT_FALSE(load_case(dir_).layout);
+}
+
+TEST_F(CaseIo, BadLayoutsAreNamed) {
+  Case c = sample_case();
+  c.problem.mask_kind = MaskKind::none;
+  c.problem.mask.clear();
+  LayoutRecipe paged;
+  paged.kind = LayoutKind::kv_cache;
+  paged.kv_lens = {5, 1};
+  paged.cache.page_size = 2;
+  c.layout = paged;
+  save_case(c, dir_);
+  const nlohmann::json good = read_json();
+  nlohmann::json j = good;
+  j["layout"]["kind"] = "paged";
+  write_json(j);
+  expect_error("case.json", "layout.kind", "\"varlen\", \"kv_cache\"");
+  j = good;
+  j["layout"]["q_lens"] = {1, 1};
+  write_json(j);
+  expect_error("case.json", "layout.q_lens", "unknown field for a kv_cache layout");
+  j = good;
+  j["layout"].erase("new_len");
+  write_json(j);
+  expect_error("case.json", "layout.new_len", "missing");
+  j = good;
+  j["layout"]["kv_lens"] = {5, 6};
+  write_json(j);
+  expect_error("case.json", "layout.kv_lens[1]", "expected an integer in 0..5, got 6");
+  j = good;
+  j["layout"]["kv_lens"] = {5};
+  write_json(j);
+  expect_error("case.json", "layout.kv_lens", "expected 2 lengths");
+  j = good;
+  j["layout"]["page_order"] = {0, 1, 1, 2};
+  write_json(j);
+  expect_error("case.json", "layout.page_order", "a permutation of 0..3");
+  j = good;
+  j["layout"]["page_size"] = 512;
+  write_json(j);
+  expect_error("case.json", "layout.page_size", "0..256");
+  j = good;
+  j["mask"] = "bool";
+  write_json(j);
+  write_npy(dir_ / "mask.npy", {NpyDtype::boolean, {1, 1, 3, 5}, std::vector<double>(15, 1.0)});
+  expect_error("case.json", "layout", "no mask");
 }
 
 TEST_F(CaseIo, SinksRoundTrip) {

@@ -372,6 +372,8 @@ std::span<const MutantEntry> mutant_kernels() {
     std::vector<MutantEntry> entries(kMutants.begin(), kMutants.end());
     const std::span<const MutantEntry> tiles = tile_mutant_kernels();
     entries.insert(entries.end(), tiles.begin(), tiles.end());
+    const std::span<const MutantEntry> layouts = layout_mutant_kernels();
+    entries.insert(entries.end(), layouts.begin(), layouts.end());
     return entries;
   }();
   return all;

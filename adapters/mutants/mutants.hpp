@@ -32,8 +32,10 @@ struct MutantEntry {
 };
 
 // Every mutant: the row and 32-key-tile ones (mutants.cpp), then the
-// tile-boundary ones (tile_mutants.cpp).
+// tile-boundary ones (tile_mutants.cpp), then the layout ones
+// (layout_mutants.cpp).
 std::span<const MutantEntry> mutant_kernels();
 std::span<const MutantEntry> tile_mutant_kernels();
+std::span<const MutantEntry> layout_mutant_kernels();  // layout_mutants.cpp: SPEC 2.5's layouts
 
 }  // namespace attnspec

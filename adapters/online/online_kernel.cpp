@@ -4,6 +4,8 @@
 // acc / l at the end, rounded once to the output format.
 #include "adapters/online/online_kernel.hpp"
 
+#include "adapters/online/layout_rows.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -32,8 +34,10 @@ class OnlineKernel final : public Kernel {
   // `applied_weights_scale`: what the kernel multiplies P by before rounding
   // it to formats.weights; a correct kernel applies the declared scale
   // (the fp8 mutants do not).
-  OnlineKernel(std::string name, KernelFormats formats, TileSizes tiles, double applied_weights_scale)
-      : name_(std::move(name)), formats_(formats), tiles_(tiles), weights_scale_(static_cast<float>(applied_weights_scale)) {
+  OnlineKernel(std::string name, KernelFormats formats, TileSizes tiles, double applied_weights_scale,
+               LayoutBug bug = LayoutBug::none)
+      : name_(std::move(name)), formats_(formats), tiles_(tiles), weights_scale_(static_cast<float>(applied_weights_scale)),
+        bug_(bug) {
     if (tiles.queries < 1 || tiles.keys < 1) throw std::invalid_argument("online kernel: tile sizes must be >= 1");
     if (formats.accumulate != FormatId::float32) throw std::invalid_argument("online kernel: float32 accumulation only");
     if (const std::string error = formats_error(formats); !error.empty())
@@ -44,23 +48,55 @@ class OnlineKernel final : public Kernel {
 
   KernelFormats formats() const override { return formats_; }
 
-  Capabilities capabilities() const override { return full_capabilities(); }
+  Capabilities capabilities() const override {
+    Capabilities c = full_capabilities();
+    c.varlen = c.kv_cache = c.paged_kv_cache = true;
+    return c;
+  }
 
   KernelResult run(const Problem& p) override {
     const Dims& d = p.dims;
     KernelResult result;
     result.out.resize(p.out_size());
     result.lse.resize(p.rows());
-    const float scale = p.scale ? static_cast<float>(*p.scale) : 1.0f / std::sqrt(static_cast<float>(d.d_k));
-    for (int b = 0; b < d.batch; ++b)
-      for (int h = 0; h < d.q_heads; ++h)
-        for (int first = 0; first < d.q_len; first += tiles_.queries)
-          run_query_tile(p, b, h, first, std::min(first + tiles_.queries, d.q_len), scale, result);
+    for (int b = 0; b < d.batch; ++b) attend(p, b, DenseRows{p, b}, result);
     return result;
   }
 
+  KernelResult run_varlen(const VarlenBatch& batch) override { return run_sequences<VarlenRows>(batch); }
+  KernelResult run_kv_cache(const KvCacheBatch& batch) override { return run_sequences<CacheRows>(batch); }
+
  private:
-  void run_query_tile(const Problem& p, int b, int h, int first, int last, float scale, KernelResult& result) const {
+  // Each sequence of a layout as its own dense shape (SPEC 2.5), its rows
+  // read and its outputs written through the layout's index maps.
+  template <class Rows, class Batch>
+  KernelResult run_sequences(const Batch& batch) const {
+    if (const std::vector<std::string> errors = validate(batch); !errors.empty())
+      throw std::invalid_argument(errors.front());
+    KernelResult result;
+    result.out.resize(output_size(batch));
+    result.lse.resize(lse_size(batch));
+    for (int s = 0; s < batch.shared.dims.batch; ++s) {
+      const Rows rows(batch, s, bug_);
+      attend(sequence_shape(batch.shared, s, rows.lengths()), 0, rows, result);
+    }
+    return result;
+  }
+
+  // Every head and query tile of batch entry b of p (a dense problem, or a
+  // sequence's shape with b = 0), its rows read through `rows`.
+  template <class Rows>
+  void attend(const Problem& p, int b, const Rows& rows, KernelResult& result) const {
+    const Dims& d = p.dims;
+    const float scale = p.scale ? static_cast<float>(*p.scale) : 1.0f / std::sqrt(static_cast<float>(d.d_k));
+    for (int h = 0; h < d.q_heads; ++h)
+      for (int first = 0; first < d.q_len; first += tiles_.queries)
+        run_query_tile(p, b, h, first, std::min(first + tiles_.queries, d.q_len), scale, rows, result);
+  }
+
+  template <class Rows>
+  void run_query_tile(const Problem& p, int b, int h, int first, int last, float scale, const Rows& source,
+                      KernelResult& result) const {
     const Dims& d = p.dims;
     const int g = p.kv_head_of(h);
     // FlashAttention 3's descales: q's and k's folded into the scale (so the
@@ -86,10 +122,10 @@ class OnlineKernel final : public Kernel {
         bool tile_visible = false;
         for (int j = key0; j < key1; ++j) {
           float& x = logits[static_cast<std::size_t>(j - key0)];
-          visible[static_cast<std::size_t>(j - key0)] = p.visible(r, j);
+          visible[static_cast<std::size_t>(j - key0)] = source.visible(p, r, j);
           if (!visible[static_cast<std::size_t>(j - key0)]) continue;
           tile_visible = true;
-          x = dot(p.query_row(r), p.key_row(b, g, j)) * scale;
+          x = dot(source.query(h, i), source.key(g, j)) * scale;
           if (p.softcap) x = static_cast<float>(*p.softcap) * std::tanh(x / static_cast<float>(*p.softcap));
           x += static_cast<float>(p.logit_offset(r, j));
           if (std::isnan(x)) row.nan_logit = true;
@@ -108,7 +144,7 @@ class OnlineKernel final : public Kernel {
           const float weight = std::exp(logits[static_cast<std::size_t>(j - key0)] - new_max);
           tile_sum += weight;  // the denominator from P before any rounding (FlashAttention 3)
           const float factor = formats_.weights ? stored_weight(weight) : weight;
-          const auto v = p.value_row(b, g, j);
+          const auto v = source.value(g, j);
           for (int t = 0; t < d.d_v; ++t) tile_acc[static_cast<std::size_t>(t)] += factor * static_cast<float>(v[t]);
         }
         row.sum = row.sum * rescale + tile_sum;
@@ -119,16 +155,16 @@ class OnlineKernel final : public Kernel {
     }
     for (int i = first; i < last; ++i) {
       RowState& row = rows[static_cast<std::size_t>(i - first)];
-      const std::size_t flat = p.row_flat({b, h, i});
+      const std::size_t flat = source.out_row(h, i), lse_at = source.lse_index(h, i);
       if (row.nan_logit) {
         for (int t = 0; t < d.d_v; ++t) result.out[flat * d.d_v + t] = std::numeric_limits<double>::quiet_NaN();
-        result.lse[flat] = std::numeric_limits<double>::quiet_NaN();
+        result.lse[lse_at] = std::numeric_limits<double>::quiet_NaN();
         continue;
       }
       const std::optional<double> sink = p.sink({b, h, i});
       if (!row.any_visible) {
         for (int t = 0; t < d.d_v; ++t) result.out[flat * d.d_v + t] = 0.0;
-        result.lse[flat] = sink ? *sink : -std::numeric_limits<double>::infinity();
+        result.lse[lse_at] = sink ? *sink : -std::numeric_limits<double>::infinity();
         continue;
       }
       if (sink) {
@@ -144,7 +180,7 @@ class OnlineKernel final : public Kernel {
         result.out[flat * d.d_v + t] = round_to_format(
             static_cast<double>(row.acc[static_cast<std::size_t>(t)] / (row.sum * weights_scale_) * v_descale),
             formats_.output);
-      result.lse[flat] = static_cast<double>(row.max + std::log(row.sum));
+      result.lse[lse_at] = static_cast<double>(row.max + std::log(row.sum));
     }
   }
 
@@ -193,6 +229,7 @@ class OnlineKernel final : public Kernel {
   KernelFormats formats_;
   TileSizes tiles_;
   float weights_scale_;  // 1 without a weights format
+  LayoutBug bug_;
 };
 
 }  // namespace
@@ -203,6 +240,10 @@ std::unique_ptr<Kernel> make_online_kernel(FormatId io_format, TileSizes tiles) 
                            : io_format == FormatId::float16  ? "online-f16"
                                                              : "online-" + std::string(format_info(io_format).name);
   return std::make_unique<OnlineKernel>(name, KernelFormats{io_format, FormatId::float32, io_format}, tiles, 1.0);
+}
+std::unique_ptr<Kernel> make_online_f32_with_layout_bug(std::string name, LayoutBug bug) {
+  return std::make_unique<OnlineKernel>(std::move(name), KernelFormats{FormatId::float32, FormatId::float32, FormatId::float32},
+                                        TileSizes{}, 1.0, bug);
 }
 std::unique_ptr<Kernel> make_online_f32() { return make_online_kernel(FormatId::float32); }
 std::unique_ptr<Kernel> make_online_bf16() { return make_online_kernel(FormatId::bfloat16); }

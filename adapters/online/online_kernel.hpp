@@ -17,6 +17,21 @@ struct TileSizes {
 };
 
 std::unique_ptr<Kernel> make_online_kernel(FormatId io_format, TileSizes tiles = {});
+
+// How the online kernel reads a layout of SPEC 2.5 (adapters/online/
+// layout_rows.hpp): correctly, or with one bug of a class real serving
+// kernels had (shared/ANCHORS.md; the layout mutants).
+enum class LayoutBug {
+  none,
+  varlen_neighbour_key,      // sequence b reads keys through cu_seqlens_k[b + 1]: its neighbour's first key
+  varlen_packed_alignment,   // bottom-right causal offset of the packed totals, not of the sequence
+  cache_length_ignored,      // attends every slot of the cache, not cache_seqlens[b] of them
+  appended_one_slot_late,    // new keys read one slot after cache_seqlens[b]: a stale slot, the last new key lost
+  block_table_one_page_far,  // a sequence's last page read from the next block-table entry
+  page_size_assumed_16,      // slot t read from page t / 16, row t % 16, whatever the page size
+};
+// online-f32 reading its layouts with `bug`, named `name`.
+std::unique_ptr<Kernel> make_online_f32_with_layout_bug(std::string name, LayoutBug bug);
 std::unique_ptr<Kernel> make_online_f32();
 std::unique_ptr<Kernel> make_online_bf16();
 std::unique_ptr<Kernel> make_online_f16();

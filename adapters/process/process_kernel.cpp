@@ -99,7 +99,7 @@ class ProcessKernel final : public Kernel {
     }
     const fs::path directory = fs::absolute(options_.work_directory / "case");
     fs::remove_all(directory);
-    save_case(Case{directory, info_.formats.input, problem, {{"generator", "attnspec process kernel"}}}, directory);
+    save_case(Case{directory, info_.formats.input, problem, {{"generator", "attnspec process kernel"}}, std::nullopt}, directory);
     const std::uint64_t id = ++last_id_;
     // One deadline for the answer and for reading what the adapter wrote.
     const auto deadline = std::chrono::steady_clock::now() + options_.case_timeout;

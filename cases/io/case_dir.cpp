@@ -15,6 +15,7 @@
 
 #include "cases/io/input_error.hpp"
 #include "cases/io/input_file.hpp"
+#include "cases/io/layout_field.hpp"
 #include "cases/io/npy.hpp"
 #include "cases/io/strict_json.hpp"
 
@@ -31,7 +32,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
                                                "kv_len", "q_len",   "d_k",     "d_v",     "scale",
                                                "softcap", "causal", "window",  "alibi",
-                                               "sinks",   "descales", "mask",  "provenance"};
+                                               "sinks",   "descales", "mask",  "layout", "provenance"};
   return fields;
 }
 
@@ -366,6 +367,13 @@ Case load_case(const fs::path& directory) {
                                (std::isnan(m.values[i]) ? "NaN" : "+inf") + " (expected finite or -inf)");
     p.mask = std::move(m.values);
   }
+  c.layout = read_layout_field(object, json_file);
+  if (c.layout)
+    if (const std::vector<std::string> errors = validate(*c.layout, p); !errors.empty()) {
+      const std::string& error = errors.front();
+      const std::size_t colon = error.find(": ");
+      throw InputError(json_file, error.substr(0, colon), error.substr(colon + 2));
+    }
   return c;
 }
 
@@ -401,6 +409,11 @@ void save_case(const Case& c, const fs::path& directory) {
   if (p.alibi) object["alibi"] = {{"alignment", std::string(to_string(p.alibi->alignment))}};
   if (!p.sinks.empty()) object["sinks"] = true;
   if (p.descales) object["descales"] = true;
+  if (c.layout) {
+    if (const std::vector<std::string> layout_errors = validate(*c.layout, p); !layout_errors.empty())
+      throw InputError(directory.string(), "", "invalid layout: " + layout_errors.front());
+    object["layout"] = layout_json(*c.layout);
+  }
   // Provenance can carry a kernel's messages: bytes that are not UTF-8 are
   // replaced rather than failing the save.
   const std::string case_json = object.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "formats/format.hpp"
+#include "reference/layouts.hpp"
 #include "reference/problem.hpp"
 
 namespace attnspec {
@@ -17,12 +19,16 @@ struct Case {
   FormatId dtype = FormatId::float64;
   Problem problem;
   nlohmann::json provenance = nlohmann::json::object();
+  // How the problem is laid out for the kernel (spec/SPEC.md sections 2.5
+  // and 4); nullopt: dense.
+  std::optional<LayoutRecipe> layout;
 };
 
 Case load_case(const std::filesystem::path& directory);
 
 // Writes case.json, q.npy, k.npy, v.npy and, when the problem has them,
-// mask.npy, alibi_slopes.npy, sinks.npy and the three descale files. Throws
+// mask.npy, alibi_slopes.npy, sinks.npy and the three descale files
+// (and "layout" in case.json when it has one). Throws
 // std::logic_error for descales already applied: a case holds the kernel's
 // inputs, never the real ones.
 void save_case(const Case& c, const std::filesystem::path& directory);

@@ -36,19 +36,7 @@ ClauseOutcome check_prectight(PropertyContext& context) {
 ClauseOutcome check_lse(PropertyContext& context) {
   return run_property(context, [&](Problem& p, ErrorStats&) -> std::string {
     p = draw_problem(context.kernel, context.profile, Features{});
-    const Evaluation e = evaluate(context.kernel, p);
-    for (std::size_t row = 0; row < p.rows(); ++row) {
-      const double got = e.got.lse[row], want = e.ref.lse[row];
-      if (std::isnan(want)) continue;
-      const std::string where = "lse of row " + std::to_string(row) + " is " + std::to_string(got);
-      if (want == -INFINITY) {
-        if (got != -INFINITY) return where + ", expected -inf (no visible key)";
-      } else if (!within_bound(got, want, e.ref_lse_error[row], e.lse_bound[row]).value_or(false)) {
-        return where + ", the certified reference " + std::to_string(want) + ": error exceeds the bound " +
-               std::to_string(e.lse_bound[row]);
-      }
-    }
-    return "";
+    return lse_outside_bound(evaluate(context.kernel, p));
   });
 }
 
