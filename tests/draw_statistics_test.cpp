@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "adapters/registry.hpp"
 #include "properties/runner.hpp"
@@ -169,6 +170,72 @@ TEST(DrawStatistics, RestrictedKernelsGetProblemsWithinTheirRestrictions) {
   EXPECT_EQ(kernel.outside, 0);
   EXPECT_GE(kernel.long_queries, 40);
   EXPECT_GE(kernel.windows, 100);
+}
+
+// What the layout clauses draw (README and spec/SPEC.md section 7, VARLEN,
+// KVCACHE, PAGED): several sequences of different lengths, empty ones,
+// NaN padding, decode steps, new keys, every page size, shuffled pages,
+// and sequences long enough to cross key tiles.
+class LayoutRecordingKernel final : public Kernel {
+ public:
+  std::string name() const override { return inner_->name(); }
+  KernelFormats formats() const override { return inner_->formats(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  KernelResult run(const Problem& p) override { return inner_->run(p); }
+  KernelResult run_varlen(const VarlenBatch& batch) override {
+    ++varlen;
+    std::set<int> lengths;
+    for (std::size_t b = 0; b + 1 < batch.cu_seqlens_k.size(); ++b) {
+      const int q = batch.cu_seqlens_q[b + 1] - batch.cu_seqlens_q[b], k = batch.cu_seqlens_k[b + 1] - batch.cu_seqlens_k[b];
+      lengths.insert(k);
+      empty_sequences += q == 0 || k == 0;
+      long_sequences += k >= 129;
+    }
+    uneven += lengths.size() >= 2;
+    padded += batch.q_rows > batch.cu_seqlens_q.back() || batch.k_rows > batch.cu_seqlens_k.back();
+    return inner_->run_varlen(batch);
+  }
+  KernelResult run_kv_cache(const KvCacheBatch& batch) override {
+    ++caches;
+    decode += batch.shared.dims.q_len == 1;
+    appended += batch.new_len > 0;
+    if (batch.paged()) {
+      page_sizes.insert(batch.page_size);
+      for (std::size_t i = 0; i < batch.block_table.size(); ++i) shuffled_pages += batch.block_table[i] != static_cast<int>(i);
+    }
+    for (int length : batch.cache_seqlens) long_sequences += length + batch.new_len >= 129;
+    return inner_->run_kv_cache(batch);
+  }
+  int varlen = 0, uneven = 0, empty_sequences = 0, padded = 0, caches = 0, decode = 0, appended = 0,
+      shuffled_pages = 0, long_sequences = 0;
+  std::set<int> page_sizes;
+
+ private:
+  std::unique_ptr<Kernel> inner_ = make_kernel("online-f32");
+};
+
+TEST(DrawStatistics, LayoutClausesDrawWhatTheyClaim) {
+  LayoutRecordingKernel kernel;
+  RunOptions options;
+  options.profile = find_profile("quick");
+  options.clauses = {"VARLEN", "KVCACHE", "PAGED"};
+  options.shrink = false;
+  const RunReport report = run_conformance(kernel, "layouts", options);
+  for (const ClauseReport& r : report.results) EXPECT_EQ(r.outcome.status, Status::pass) << r.clause;
+  std::printf("  layouts: %d varlen batches (%d of uneven lengths, %d padded), %d empty sequences, %d caches (%d decode, "
+              "%d with new keys), %zu page sizes, %d long sequences\n",
+              kernel.varlen, kernel.uneven, kernel.padded, kernel.empty_sequences, kernel.caches, kernel.decode,
+              kernel.appended, kernel.page_sizes.size(), kernel.long_sequences);
+  EXPECT_GE(kernel.varlen, 100);
+  EXPECT_GE(kernel.uneven, 30);
+  EXPECT_GE(kernel.padded, 30);
+  EXPECT_GE(kernel.empty_sequences, 30);
+  EXPECT_GE(kernel.caches, 200);
+  EXPECT_GE(kernel.decode, 50);
+  EXPECT_GE(kernel.appended, 50);
+  EXPECT_EQ(kernel.page_sizes, (std::set<int>{1, 2, 3, 5, 8, 16, 32, 64, 128, 256}));
+  EXPECT_GE(kernel.shuffled_pages, 30);
+  EXPECT_GE(kernel.long_sequences, 30);
 }
 
 }  // namespace
