@@ -18,7 +18,7 @@ constexpr std::array kProperties = {
     RegisteredProperty{"ALIBI", check_alibi},       RegisteredProperty{"SINK", check_sink},
     RegisteredProperty{"DESCALE", check_descale},   RegisteredProperty{"FULLMASK", check_fullmask},
     RegisteredProperty{"VARLEN", check_varlen},     RegisteredProperty{"KVCACHE", check_kvcache},
-    RegisteredProperty{"PAGED", check_paged},
+    RegisteredProperty{"PAGED", check_paged},       RegisteredProperty{"SPLITKV", check_splitkv},
     RegisteredProperty{"PERMQ", check_permq},       RegisteredProperty{"PERMKV", check_permkv},
     RegisteredProperty{"SHIFT", check_shift},       RegisteredProperty{"TEMP", check_temp},
     RegisteredProperty{"LINV", check_linv},         RegisteredProperty{"GQA", check_gqa},

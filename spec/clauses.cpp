@@ -25,6 +25,7 @@ constexpr std::array kClauses = {
     Clause{"VARLEN", "a packed variable-length batch gives each sequence its own dense result; NaN in other sequences' rows and in padding changes nothing", ClauseKind::semantic, kNeedsVarlen},
     Clause{"KVCACHE", "a KV cache with per-sequence lengths and appended keys gives each sequence the dense problem of its keys; unused slots change nothing", ClauseKind::semantic, kNeedsKvCache},
     Clause{"PAGED", "a paged KV cache, any page size and page order, gives each sequence the dense problem of its keys; unused pages and slots change nothing", ClauseKind::semantic, kNeedsPagedKvCache},
+    Clause{"SPLITKV", "the output over all keys equals the exact merge of the kernel's own outputs and lse over a split of them", ClauseKind::semantic, kNeedsLse},
     Clause{"PERMQ", "permuting query rows permutes output rows", ClauseKind::semantic, kNeedsNothing},
     Clause{"PERMKV", "permuting keys and values together leaves the output unchanged", ClauseKind::semantic, kNeedsNothing},
     Clause{"SHIFT", "a constant added to a row's logits changes nothing; large logits do not overflow", ClauseKind::semantic, kNeedsAdditiveMask},

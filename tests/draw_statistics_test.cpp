@@ -238,5 +238,37 @@ TEST(DrawStatistics, LayoutClausesDrawWhatTheyClaim) {
   EXPECT_GE(kernel.long_sequences, 30);
 }
 
+// SPLITKV splits into 2-4 parts, and some parts leave a row no visible
+// key (lse -inf): the empty split a merge must survive.
+class LseRecordingKernel final : public Kernel {
+ public:
+  std::string name() const override { return inner_->name(); }
+  KernelFormats formats() const override { return inner_->formats(); }
+  Capabilities capabilities() const override { return inner_->capabilities(); }
+  KernelResult run(const Problem& p) override {
+    KernelResult result = inner_->run(p);
+    ++calls;
+    empty_rows += std::count(result.lse.begin(), result.lse.end(), -INFINITY) > 0;
+    return result;
+  }
+  int calls = 0, empty_rows = 0;
+
+ private:
+  std::unique_ptr<Kernel> inner_ = make_kernel("online-f32");
+};
+
+TEST(DrawStatistics, SplitKvDrawsSplitsWithEmptyParts) {
+  LseRecordingKernel kernel;
+  RunOptions options;
+  options.profile = find_profile("quick");
+  options.clauses = {"SPLITKV"};
+  options.shrink = false;
+  const RunReport report = run_conformance(kernel, "splits", options);
+  EXPECT_EQ(report.results.front().outcome.status, Status::pass);
+  std::printf("  SPLITKV: %d kernel calls for 100 cases, %d with a row that sees no key\n", kernel.calls, kernel.empty_rows);
+  EXPECT_GE(kernel.calls, 300);  // the whole and at least two parts a case
+  EXPECT_GE(kernel.empty_rows, 10);
+}
+
 }  // namespace
 }  // namespace attnspec

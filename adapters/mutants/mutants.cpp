@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <numbers>
 #include <optional>
 #include <vector>
 
@@ -40,6 +41,7 @@ enum class Bug {
   sink_kv_head,         // the sink of the kv head (h / group), not of the query head
   sink_lse_missing,     // lse of the keys alone, the sink left out (flash-attention #1973 class)
   sink_empty_row,       // a row with no visible key returns lse -inf, not its sink (flash-attention #2752 class)
+  lse_base_2,           // the lse returned in base 2, as FlashAttention keeps it (exp2 of log2(e)-scaled logits)
   sink_outside_max,     // the sink left out of the running maximum: exp(sigma - m) overflows past 88
   sink_every_tile,      // split-KV: every 32-key split adds the sink, not just one (FlashInfer adds it to the first)
   gqa_modulo,           // kv head h % Hkv (ONNX before v1.20)
@@ -231,6 +233,7 @@ class RowKernel final : public MutantBase {
       if (bug_ == Bug::mask_after_softmax && !seen[j]) x[j] = 0;
     }
     lse = static_cast<double>(max + std::log(bug_ == Bug::sink_lse_missing ? keys_sum : sum));
+    if (bug_ == Bug::lse_base_2) lse *= std::numbers::log2e;
   }
 
   // The softmax_query_axis bug: each key's column normalised over queries.
@@ -343,6 +346,9 @@ std::span<const MutantEntry> mutant_kernels() {
     ATTNSPEC_MUTANT(RowKernel, sink_scaled, "mutant-sink-scaled", "the sink multiplied by the softmax scale", "SINK"),
     ATTNSPEC_MUTANT(RowKernel, sink_kv_head, "mutant-sink-kv-head", "the sink of the kv head, not the query head", "SINK"),
     ATTNSPEC_MUTANT(RowKernel, sink_lse_missing, "mutant-sink-lse-missing", "lse without the sink's term", "LSE"),
+    ATTNSPEC_MUTANT(RowKernel, lse_base_2, "mutant-lse-base-2",
+                    "lse returned in base 2, as FlashAttention keeps it internally: a split-KV merge of it is wrong",
+                    "SPLITKV"),
     ATTNSPEC_MUTANT(RowKernel, sink_empty_row, "mutant-sink-empty-row",
                     "a row with no visible key returns lse -inf, not its sink", "FULLMASK"),
     ATTNSPEC_MUTANT(RowKernel, sink_outside_max, "mutant-sink-outside-max",
