@@ -3,6 +3,7 @@
 #include "reference/layouts.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -434,11 +435,28 @@ std::vector<std::string> validate(const LayoutRecipe& recipe, const Problem& den
       errors.push_back(std::string("layout.") + name + ": expected an integer in 0.." + std::to_string(high) + ", got " +
                        std::to_string(value));
   };
+  // The laid-out tensors are as bounded as a dense problem's (a case file
+  // could otherwise ask for terabytes of padding): rows times heads times
+  // the wider head size, at most kMaxTensorElements.
+  const auto too_large = [&](std::uint64_t rows, int heads, const char* what) {
+    const std::uint64_t elements = rows * static_cast<std::uint64_t>(heads) * static_cast<std::uint64_t>(std::max(d.d_k, d.d_v));
+    if (elements > kMaxTensorElements)
+      errors.push_back(std::string("layout: the laid-out ") + what + " would hold " + std::to_string(elements) +
+                       " elements, more than 2^28, the most a tensor may hold (spec/SPEC.md section 4)");
+  };
+  const auto sum = [](const std::vector<int>& values) {
+    std::uint64_t total = 0;
+    for (int v : values) total += static_cast<std::uint64_t>(std::max(v, 0));
+    return total;
+  };
   if (recipe.kind == LayoutKind::varlen) {
     lengths(recipe.q_lens, "q_lens", 0, d.q_len);
     lengths(recipe.kv_lens, "kv_lens", 0, d.kv_len);
     count(recipe.padding_q_rows, "padding_q_rows", kMostPadding);
     count(recipe.padding_k_rows, "padding_k_rows", kMostPadding);
+    if (!errors.empty()) return errors;
+    too_large(sum(recipe.q_lens) + static_cast<std::uint64_t>(recipe.padding_q_rows), d.q_heads, "queries");
+    too_large(sum(recipe.kv_lens) + static_cast<std::uint64_t>(recipe.padding_k_rows), d.kv_heads, "keys and values");
     return errors;
   }
   count(recipe.new_len, "new_len", d.kv_len);
@@ -447,6 +465,13 @@ std::vector<std::string> validate(const LayoutRecipe& recipe, const Problem& den
   count(recipe.cache.page_size, "page_size", 256);
   count(recipe.cache.spare_slots, "spare_slots", kMostPadding);
   count(recipe.cache.spare_pages, "spare_pages", kMostPadding);
+  if (!errors.empty()) return errors;
+  const std::uint64_t longest =
+      static_cast<std::uint64_t>(*std::max_element(recipe.kv_lens.begin(), recipe.kv_lens.end()));
+  too_large(recipe.cache.page_size == 0
+                ? static_cast<std::uint64_t>(d.batch) * (longest + static_cast<std::uint64_t>(recipe.cache.spare_slots))
+                : static_cast<std::uint64_t>(pool_pages(recipe)) * static_cast<std::uint64_t>(recipe.cache.page_size),
+            d.kv_heads, "cache");
   if (!errors.empty() || recipe.cache.page_order.empty()) return errors;
   const int pages = pool_pages(recipe);
   std::vector<int> sorted = recipe.cache.page_order;

@@ -142,6 +142,25 @@ TEST(Layouts, MalformedLayoutsAreRefusedWithTheFieldNamed) {
   EXPECT_THROW(shared_options_of(masked), std::invalid_argument);
 }
 
+// A case file's recipe cannot ask for more than a tensor may hold: its
+// padding and spare slots count.
+TEST(Layouts, RecipesAreBoundedLikeDenseTensors) {
+  Problem p;
+  p.dims = Dims{4, 8, 8, 1, 1, 64, 64};
+  LayoutRecipe cache;
+  cache.kind = LayoutKind::kv_cache;
+  cache.kv_lens = {1, 1, 1, 1};
+  EXPECT_EQ(first_error(validate(cache, p)), "");
+  cache.cache.spare_slots = 1 << 20;  // 4 x (1 + 2^20) slots x 8 heads x 64
+  EXPECT_NE(first_error(validate(cache, p)).find("more than 2^28"), std::string::npos) << first_error(validate(cache, p));
+  LayoutRecipe varlen;
+  varlen.q_lens = {1, 1, 1, 1};
+  varlen.kv_lens = {1, 1, 1, 1};
+  EXPECT_EQ(first_error(validate(varlen, p)), "");
+  varlen.padding_k_rows = 1 << 20;
+  EXPECT_NE(first_error(validate(varlen, p)).find("the laid-out keys and values would hold"), std::string::npos);
+}
+
 TEST(Layouts, ResultsOfTheWrongSizeAreRefused) {
   const Problem p = dense_batch(2, 3, 4, 5);
   const VarlenBatch batch = pack_varlen(p, std::vector<SequenceLengths>{{3, 4}, {2, 3}}, 1, 0, kNaN);
