@@ -88,6 +88,7 @@ std::string describe(const Capabilities& c) {
   add(c.varlen, "varlen");
   add(c.kv_cache, "kv-cache");
   add(c.paged_kv_cache, "paged-kv-cache");
+  if (c.merge_partials) add(true, "merge:" + std::string(format_info(*c.merge_partials).name));
   if (c.max_elements != std::numeric_limits<std::size_t>::max())
     add(true, "max-elements:" + std::to_string(c.max_elements));
   return text;

@@ -16,6 +16,7 @@
 
 #include "formats/format.hpp"
 #include "reference/layouts.hpp"
+#include "reference/merge.hpp"
 #include "reference/problem.hpp"
 
 namespace attnspec {
@@ -81,6 +82,11 @@ struct Capabilities {
   bool varlen = false;
   bool kv_cache = false;
   bool paged_kv_cache = false;
+  // A merge operator (Kernel::merge, spec/SPEC.md section 6.10), and the
+  // format of the partial outputs it takes (FlashAttention's combine:
+  // float32; vLLM's merge_attn_states: the output dtype); nullopt: none.
+  // Partial lse are float32 values or -inf whatever this is.
+  std::optional<FormatId> merge_partials;
   std::size_t max_elements = std::numeric_limits<std::size_t>::max();  // of B*Hq*L*S
 };
 
@@ -121,6 +127,12 @@ class Kernel {
   }
   virtual KernelResult run_kv_cache(const KvCacheBatch& /*batch*/) {
     throw KernelUnsupported(name() + " takes no KV caches");
+  }
+  // The kernel's merge operator, for kernels that declare merge_partials:
+  // out [rows, d_v] in formats().output, lse [rows], computed in
+  // formats().accumulate. The default declines.
+  virtual KernelResult merge(const MergeInput& /*input*/) {
+    throw KernelUnsupported(name() + " has no merge operator");
   }
   // Where the kernel's own diagnostics go (a process adapter's stderr), for
   // the report; nullopt for in-process kernels.

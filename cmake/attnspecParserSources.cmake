@@ -8,6 +8,7 @@ set(ATTNSPEC_PARSER_SOURCES
   formats/round_multiprecision.cpp
   reference/problem.cpp
   reference/layouts.cpp
+  reference/merge.cpp
   cases/io/input_error.cpp
   cases/io/input_file.cpp
   cases/io/printable.cpp

@@ -62,6 +62,9 @@ struct ClauseOutcome {
   // How the counterexample was laid out (VARLEN, KVCACHE, PAGED: the
   // failure needs the layout; saved with the case).
   std::optional<LayoutRecipe> counterexample_layout;
+  // The counterexample is a merge's input in its attention form (MERGE;
+  // saved with "merge": true).
+  bool counterexample_merge = false;
   // What was and was not judged (spec/SPEC.md section 8).
   int declined = 0;                   // cases the kernel turned down
   int discarded = 0;                  // cases neither judged nor declined (undecidable, nothing to check)

@@ -19,6 +19,7 @@ constexpr std::array kProperties = {
     RegisteredProperty{"DESCALE", check_descale},   RegisteredProperty{"FULLMASK", check_fullmask},
     RegisteredProperty{"VARLEN", check_varlen},     RegisteredProperty{"KVCACHE", check_kvcache},
     RegisteredProperty{"PAGED", check_paged},       RegisteredProperty{"SPLITKV", check_splitkv},
+    RegisteredProperty{"MERGE", check_merge},
     RegisteredProperty{"PERMQ", check_permq},       RegisteredProperty{"PERMKV", check_permkv},
     RegisteredProperty{"SHIFT", check_shift},       RegisteredProperty{"TEMP", check_temp},
     RegisteredProperty{"LINV", check_linv},         RegisteredProperty{"GQA", check_gqa},

@@ -128,6 +128,7 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       c.dtype = kernel.formats().input;
       c.problem = *r.outcome.counterexample;
       c.layout = r.outcome.counterexample_layout;
+      c.merge = r.outcome.counterexample_merge;
       c.provenance = {{"generator", "attnspec run"}, {"kernel", report.kernel_argument}, {"clause", r.clause},
                       {"profile", report.profile}, {"seed", options.seed}, {"failure", r.outcome.reason}};
       try {

@@ -26,6 +26,7 @@ constexpr std::array kClauses = {
     Clause{"KVCACHE", "a KV cache with per-sequence lengths and appended keys gives each sequence the dense problem of its keys; unused slots change nothing", ClauseKind::semantic, kNeedsKvCache},
     Clause{"PAGED", "a paged KV cache, any page size and page order, gives each sequence the dense problem of its keys; unused pages and slots change nothing", ClauseKind::semantic, kNeedsPagedKvCache},
     Clause{"SPLITKV", "the output over all keys equals the exact merge of the kernel's own outputs and lse over a split of them", ClauseKind::semantic, kNeedsLse},
+    Clause{"MERGE", "a kernel's merge operator returns the exact merge of partial outputs and lse within its bound; empty parts contribute nothing", ClauseKind::precision, kNeedsMerge},
     Clause{"PERMQ", "permuting query rows permutes output rows", ClauseKind::semantic, kNeedsNothing},
     Clause{"PERMKV", "permuting keys and values together leaves the output unchanged", ClauseKind::semantic, kNeedsNothing},
     Clause{"SHIFT", "a constant added to a row's logits changes nothing; large logits do not overflow", ClauseKind::semantic, kNeedsAdditiveMask},
@@ -86,6 +87,7 @@ std::string skip_reason(const Clause& clause, const Capabilities& c) {
   lacks(kNeedsVarlen, c.varlen, "variable-length batches");
   lacks(kNeedsKvCache, c.kv_cache, "KV caches");
   lacks(kNeedsPagedKvCache, c.paged_kv_cache, "paged KV caches");
+  lacks(kNeedsMerge, c.merge_partials.has_value(), "a merge operator");
   return reason;
 }
 

@@ -40,6 +40,7 @@ enum Need : unsigned {
   kNeedsVarlen = 1u << 12,
   kNeedsKvCache = 1u << 13,
   kNeedsPagedKvCache = 1u << 14,
+  kNeedsMerge = 1u << 15,  // a merge operator (Capabilities::merge_partials)
 };
 
 struct Clause {

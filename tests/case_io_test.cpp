@@ -13,6 +13,7 @@
 #include "cases/io/case_dir.hpp"
 #include "cases/io/input_error.hpp"
 #include "cases/io/npy.hpp"
+#include "reference/merge.hpp"
 #include "problem_builder.hpp"
 #include "scratch_test.hpp"
 
@@ -123,9 +124,15 @@ TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
   c.layout = LayoutRecipe{LayoutKind::kv_cache, {}, {3, 4}, 0, 0, 1, CacheLayout{4, 0, 1, {}}};
   save_case(c, dir_);
   const nlohmann::json cache = read_json();
+  Case merge_case;
+  merge_case.problem = merge_as_attention(MergeInput{1, 2, 1, {0.5, 0}, {1.5, -INFINITY}});
+  merge_case.merge = true;
+  save_case(merge_case, dir_);
+  EXPECT_EQ(read_json().at("merge"), true);
   std::set<std::string> every = keys(with_window);
   every.insert("layout");
   std::set<std::string> laid_out = every;
+  every.insert("merge");
   laid_out.erase("descales");  // "mask" stays, as null
   EXPECT_EQ(keys(varlen), laid_out);
   EXPECT_EQ(every, keys(schema.at("properties")));
@@ -505,6 +512,33 @@ TEST_F(CaseIo, BadArraysAreNamed) {
   save_case(c, dir_);
   write_npy(dir_ / "mask.npy", {NpyDtype::float64, {1, 3, 3, 5}, std::vector<double>(45, 0.0)});
   expect_error("mask.npy", "shape", "4 or 1");
+}
+
+// A merge case (spec/SPEC.md section 6.10) round-trips, and one that is
+// not a merge's attention form is named.
+TEST_F(CaseIo, MergeCasesRoundTripAndBadOnesAreNamed) {
+  Case c;
+  c.problem = merge_as_attention(MergeInput{2, 2, 2, {0.5, -1, 0, 0, 2, 3, 0.25, 4}, {1.5, -INFINITY, 90, 0}});
+  c.merge = true;
+  save_case(c, dir_);
+  const Case back = load_case(dir_);
+  EXPECT_TRUE(back.merge);
+  EXPECT_EQ(merge_input_of(back.problem), merge_input_of(c.problem));
+  nlohmann::json j = read_json();
+  j["merge"] = "yes";
+  write_json(j);
+  expect_error("case.json", "merge", "expected true, false or null");
+  j["merge"] = true;
+  j["q_len"] = 2;  // q.npy no longer matches either: restore it below
+  write_json(j);
+  EXPECT_THROW(load_case(dir_), InputError);
+  c.merge = false;
+  c.problem.scale = 0.5;  // no longer a merge's form
+  save_case(c, dir_);
+  j = read_json();
+  j["merge"] = true;
+  write_json(j);
+  expect_error("case.json", "merge", "attention form");
 }
 
 }  // namespace

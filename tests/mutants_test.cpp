@@ -10,6 +10,7 @@
 #include "cases/io/case_dir.hpp"
 #include "properties/harness.hpp"
 #include "properties/layout_check.hpp"
+#include "properties/merge_check.hpp"
 #include "properties/runner.hpp"
 
 namespace attnspec {
@@ -44,8 +45,9 @@ TEST_P(Mutant, IsCaughtByItsClauseWithASmallCounterexample) {
   EXPECT_LE(d.d_k, largest.d_k);
   EXPECT_LE(d.d_v, largest.d_v);
   ErrorStats stats;
-  EXPECT_FALSE((saved.layout ? check_layout_against_reference(*kernel, saved.problem, *saved.layout, stats)
-                              : check_against_reference(*kernel, saved.problem, stats))
+  EXPECT_FALSE((saved.merge    ? check_merge_against_reference(*kernel, saved.problem, stats)
+                 : saved.layout ? check_layout_against_reference(*kernel, saved.problem, *saved.layout, stats)
+                                : check_against_reference(*kernel, saved.problem, stats))
                    .empty())
       << "the saved counterexample does not reproduce on its own";
   std::filesystem::remove_all(dir);

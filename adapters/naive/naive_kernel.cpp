@@ -3,6 +3,8 @@
 // -inf before the softmax; a row with no visible key outputs 0 and lse -inf.
 #include "adapters/naive/naive_kernel.hpp"
 
+#include "adapters/merge/merge_states.hpp"
+
 #include <Eigen/Dense>
 #include <cmath>
 #include <limits>
@@ -37,7 +39,13 @@ class NaiveKernel final : public Kernel {
     Capabilities c = full_capabilities();
     // float64 inputs times float32 factors are not binary64 numbers (SPEC 2.4).
     c.descales = format_info(output_).precision <= 29;
+    if (storage_ == kArithmetic) c.merge_partials = kArithmetic;
     return c;
+  }
+
+  KernelResult merge(const MergeInput& input) override {
+    if (storage_ != kArithmetic) return Kernel::merge(input);
+    return merge_states<Scalar>(input, output_);
   }
 
   KernelResult run(const Problem& p) override {

@@ -4,6 +4,7 @@
 // acc / l at the end, rounded once to the output format.
 #include "adapters/online/online_kernel.hpp"
 
+#include "adapters/merge/merge_states.hpp"
 #include "adapters/online/layout_rows.hpp"
 
 #include <algorithm>
@@ -35,9 +36,9 @@ class OnlineKernel final : public Kernel {
   // it to formats.weights; a correct kernel applies the declared scale
   // (the fp8 mutants do not).
   OnlineKernel(std::string name, KernelFormats formats, TileSizes tiles, double applied_weights_scale,
-               LayoutBug bug = LayoutBug::none)
+               LayoutBug bug = LayoutBug::none, MergeBug merge_bug = MergeBug::none)
       : name_(std::move(name)), formats_(formats), tiles_(tiles), weights_scale_(static_cast<float>(applied_weights_scale)),
-        bug_(bug) {
+        bug_(bug), merge_bug_(merge_bug) {
     if (tiles.queries < 1 || tiles.keys < 1) throw std::invalid_argument("online kernel: tile sizes must be >= 1");
     if (formats.accumulate != FormatId::float32) throw std::invalid_argument("online kernel: float32 accumulation only");
     if (const std::string error = formats_error(formats); !error.empty())
@@ -51,8 +52,11 @@ class OnlineKernel final : public Kernel {
   Capabilities capabilities() const override {
     Capabilities c = full_capabilities();
     c.varlen = c.kv_cache = c.paged_kv_cache = true;
+    c.merge_partials = FormatId::float32;
     return c;
   }
+
+  KernelResult merge(const MergeInput& input) override { return merge_states<float>(input, formats_.output, merge_bug_); }
 
   KernelResult run(const Problem& p) override {
     const Dims& d = p.dims;
@@ -230,6 +234,7 @@ class OnlineKernel final : public Kernel {
   TileSizes tiles_;
   float weights_scale_;  // 1 without a weights format
   LayoutBug bug_;
+  MergeBug merge_bug_;
 };
 
 }  // namespace
@@ -241,6 +246,11 @@ std::unique_ptr<Kernel> make_online_kernel(FormatId io_format, TileSizes tiles) 
                                                              : "online-" + std::string(format_info(io_format).name);
   return std::make_unique<OnlineKernel>(name, KernelFormats{io_format, FormatId::float32, io_format}, tiles, 1.0);
 }
+std::unique_ptr<Kernel> make_online_f32_with_merge_bug(std::string name, MergeBug bug) {
+  return std::make_unique<OnlineKernel>(std::move(name), KernelFormats{FormatId::float32, FormatId::float32, FormatId::float32},
+                                        TileSizes{}, 1.0, LayoutBug::none, bug);
+}
+
 std::unique_ptr<Kernel> make_online_f32_with_layout_bug(std::string name, LayoutBug bug) {
   return std::make_unique<OnlineKernel>(std::move(name), KernelFormats{FormatId::float32, FormatId::float32, FormatId::float32},
                                         TileSizes{}, 1.0, bug);

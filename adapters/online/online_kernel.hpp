@@ -8,6 +8,7 @@
 #include <string>
 
 #include "adapters/kernel.hpp"
+#include "adapters/merge/merge_states.hpp"
 
 namespace attnspec {
 
@@ -32,6 +33,8 @@ enum class LayoutBug {
 };
 // online-f32 reading its layouts with `bug`, named `name`.
 std::unique_ptr<Kernel> make_online_f32_with_layout_bug(std::string name, LayoutBug bug);
+// online-f32 whose merge operator has `bug` (adapters/merge/merge_states.hpp).
+std::unique_ptr<Kernel> make_online_f32_with_merge_bug(std::string name, MergeBug bug);
 std::unique_ptr<Kernel> make_online_f32();
 std::unique_ptr<Kernel> make_online_bf16();
 std::unique_ptr<Kernel> make_online_f16();

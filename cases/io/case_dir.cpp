@@ -16,6 +16,7 @@
 #include "cases/io/input_error.hpp"
 #include "cases/io/input_file.hpp"
 #include "cases/io/layout_field.hpp"
+#include "reference/merge.hpp"
 #include "cases/io/npy.hpp"
 #include "cases/io/strict_json.hpp"
 
@@ -32,7 +33,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
                                                "kv_len", "q_len",   "d_k",     "d_v",     "scale",
                                                "softcap", "causal", "window",  "alibi",
-                                               "sinks",   "descales", "mask",  "layout", "provenance"};
+                                               "sinks",   "descales", "mask",  "layout", "merge", "provenance"};
   return fields;
 }
 
@@ -367,6 +368,24 @@ Case load_case(const fs::path& directory) {
                                (std::isnan(m.values[i]) ? "NaN" : "+inf") + " (expected finite or -inf)");
     p.mask = std::move(m.values);
   }
+  if (object.contains("merge") && !object["merge"].is_null()) {
+    const json& merge = object["merge"];
+    if (!merge.is_boolean()) fields.fail("merge", "expected true, false or null, got " + merge.dump());
+    c.merge = merge.get<bool>();
+  }
+  if (c.merge) {
+    if (object.contains("layout") && !object["layout"].is_null())
+      fields.fail("merge", "a merge case has no layout");
+    try {
+      const std::string error = validate(merge_input_of(p));
+      if (!error.empty()) fields.fail("merge", error);
+    } catch (const std::invalid_argument&) {
+      fields.fail("merge",
+                  "expected a merge's attention form (spec/SPEC.md section 6.10): q_heads = kv_heads = q_len = d_k = 1, "
+                  "scale 1, q all 1, a bool mask of shape [batch, 1, 1, kv_len], no causal, window, alibi, softcap, sinks "
+                  "or descales");
+    }
+  }
   c.layout = read_layout_field(object, json_file);
   if (c.layout)
     if (const std::vector<std::string> errors = validate(*c.layout, p); !errors.empty()) {
@@ -409,6 +428,11 @@ void save_case(const Case& c, const fs::path& directory) {
   if (p.alibi) object["alibi"] = {{"alignment", std::string(to_string(p.alibi->alignment))}};
   if (!p.sinks.empty()) object["sinks"] = true;
   if (p.descales) object["descales"] = true;
+  if (c.merge) {
+    const MergeInput input = merge_input_of(p);  // std::invalid_argument for a problem of another form
+    if (const std::string error = validate(input); !error.empty()) throw InputError(directory.string(), "merge", error);
+    object["merge"] = true;
+  }
   if (c.layout) {
     if (const std::vector<std::string> layout_errors = validate(*c.layout, p); !layout_errors.empty())
       throw InputError(directory.string(), "", "invalid layout: " + layout_errors.front());

@@ -22,13 +22,17 @@ struct Case {
   // How the problem is laid out for the kernel (spec/SPEC.md sections 2.5
   // and 4); nullopt: dense.
   std::optional<LayoutRecipe> layout;
+  // The problem is a merge's input in its attention form (spec/SPEC.md
+  // section 6.10, reference/merge.hpp): kernels run it through their merge
+  // operator. "merge": true in case.json.
+  bool merge = false;
 };
 
 Case load_case(const std::filesystem::path& directory);
 
 // Writes case.json, q.npy, k.npy, v.npy and, when the problem has them,
 // mask.npy, alibi_slopes.npy, sinks.npy and the three descale files
-// (and "layout" in case.json when it has one). Throws
+// (and "layout" or "merge" in case.json when it has one). Throws
 // std::logic_error for descales already applied: a case holds the kernel's
 // inputs, never the real ones.
 void save_case(const Case& c, const std::filesystem::path& directory);

@@ -24,6 +24,7 @@ ClauseOutcome check_varlen(PropertyContext& context);
 ClauseOutcome check_kvcache(PropertyContext& context);
 ClauseOutcome check_paged(PropertyContext& context);
 ClauseOutcome check_splitkv(PropertyContext& context);
+ClauseOutcome check_merge(PropertyContext& context);
 ClauseOutcome check_permq(PropertyContext& context);
 ClauseOutcome check_permkv(PropertyContext& context);
 ClauseOutcome check_shift(PropertyContext& context);
