@@ -1,7 +1,9 @@
 // `attnspec reference`: the certified reference on case directories. All
 // cases are loaded and checked before anything is computed or written, so
 // bad input exits with status 2 and leaves no file behind.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "reference/certified.hpp"
+#include "reference/layouts.hpp"
 
 namespace attnspec::cli {
 namespace {
@@ -86,6 +89,62 @@ class Progress {
   Clock::time_point start_, last_;
 };
 
+// A laid-out case (spec/SPEC.md section 2.5): the layout built from the
+// dense arrays and its recipe, each sequence's dense problem (the layout
+// maps) certified, the results joined into the layout's arrangement, as a
+// kernel returns them: varlen out [rows, Hq, d_v] and lse [Hq, rows]
+// (padding rows NaN), KV caches out [B, L, Hq, d_v] and lse [B, Hq, L]. A
+// sequence with queries but no keys has rows with no visible key.
+template <class Batch>
+ReferenceResult certify_sequences(const Batch& batch, const ReferenceOptions& options) {
+  const Dims& d = batch.shared.dims;
+  ReferenceResult total;
+  total.target = options.target;
+  std::vector<Outputs> parts;
+  for (const Sequence& s : sequences_of(batch)) {
+    Outputs part;
+    if (s.problem) {
+      ReferenceResult r = certified_attention(*s.problem, options);
+      part = {std::move(r.out), std::move(r.lse)};
+      total.stats.rows += r.stats.rows;
+      total.stats.refined_rows += r.stats.refined_rows;
+      total.stats.exact_values += r.stats.exact_values;
+      total.stats.start_precision_bits = r.stats.start_precision_bits;
+      total.stats.max_precision_bits = std::max(total.stats.max_precision_bits, r.stats.max_precision_bits);
+    } else {
+      const auto rows = static_cast<std::size_t>(d.q_heads) * static_cast<std::size_t>(s.lengths.q_len);
+      part.out.assign(rows * static_cast<std::size_t>(d.d_v), 0.0);
+      for (int h = 0; h < d.q_heads; ++h)
+        for (int i = 0; i < s.lengths.q_len; ++i)
+          part.lse.push_back(round_to_format(batch.shared.sinks.empty() ? -INFINITY : batch.shared.sinks[static_cast<std::size_t>(h)],
+                                             options.target));
+    }
+    parts.push_back(std::move(part));
+  }
+  Outputs joined = join_results(batch, parts);
+  total.out = std::move(joined.out);
+  total.lse = std::move(joined.lse);
+  return total;
+}
+
+ReferenceResult laid_out_reference(const Problem& dense, const LayoutRecipe& recipe, ReferenceOptions options,
+                                   std::vector<std::size_t>& shape_out, std::vector<std::size_t>& shape_lse) {
+  options.weights = false;
+  options.progress = {};
+  const Dims& d = dense.dims;
+  const auto Hq = static_cast<std::size_t>(d.q_heads), dv = static_cast<std::size_t>(d.d_v);
+  if (recipe.kind == LayoutKind::varlen) {
+    const VarlenBatch batch = lay_out_varlen(dense, recipe);
+    shape_out = {static_cast<std::size_t>(batch.q_rows), Hq, dv};
+    shape_lse = {Hq, static_cast<std::size_t>(batch.q_rows)};
+    return certify_sequences(batch, options);
+  }
+  const KvCacheBatch batch = lay_out_kv_cache(dense, recipe);
+  shape_out = {static_cast<std::size_t>(d.batch), static_cast<std::size_t>(d.q_len), Hq, dv};
+  shape_lse = {static_cast<std::size_t>(d.batch), Hq, static_cast<std::size_t>(d.q_len)};
+  return certify_sequences(batch, options);
+}
+
 int run_reference(const ReferenceArgs& args) {
   const std::optional<FormatId> target = parse_format(args.format);
   if (!target)
@@ -98,13 +157,13 @@ int run_reference(const ReferenceArgs& args) {
   std::vector<std::optional<ExpectedValues>> expected;
   for (const std::string& dir : args.case_dirs) {
     cases.push_back(load_case(dir));
-    // A laid-out case's answer is its sequences' (SPEC 2.5), not its dense
-    // arrays' as they stand.
-    if (cases.back().layout)
-      throw InputError(dir, "layout",
-                       "the case is laid out (spec/SPEC.md section 2.5); attnspec reference computes dense cases only "
-                       "(use attnspec check to judge a kernel on it)");
     expected.push_back(load_expected(dir));
+    // A laid-out case's answer is its sequences' (SPEC 2.5) in the
+    // layout's arrangement: there are no dense weights or expected values.
+    if (cases.back().layout && args.weights)
+      throw InputError("--weights", "", "case " + dir + " is laid out (spec/SPEC.md section 2.5): it has no dense weights");
+    if (cases.back().layout && expected.back())
+      throw InputError(dir, "expected.json", "a laid-out case has no expected.json (its results are its sequences')");
   }
 
   int status = 0;
@@ -116,13 +175,15 @@ int run_reference(const ReferenceArgs& args) {
     auto progress = std::make_shared<Progress>(item.directory.string());
     options.progress = [progress](std::size_t done, std::size_t total) { (*progress)(done, total); };
     const auto start = std::chrono::steady_clock::now();
-    const ReferenceResult result = certified_attention(item.problem, options);
+    std::vector<std::size_t> shape_out = out_shape(item.problem), shape_lse = lse_shape(item.problem);
+    const ReferenceResult result = item.layout ? laid_out_reference(item.problem, *item.layout, options, shape_out, shape_lse)
+                                               : certified_attention(item.problem, options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     const Destination to = destination_for(args, item.directory);
     if (!to.out.parent_path().empty()) fs::create_directories(to.out.parent_path());
-    write_npy(to.out, {NpyDtype::float64, out_shape(item.problem), result.out});
-    write_npy(to.lse, {NpyDtype::float64, lse_shape(item.problem), result.lse});
+    write_npy(to.out, {NpyDtype::float64, shape_out, result.out});
+    write_npy(to.lse, {NpyDtype::float64, shape_lse, result.lse});
     if (args.weights) {
       auto shape = lse_shape(item.problem);
       shape.push_back(static_cast<std::size_t>(item.problem.dims.kv_len));
@@ -159,7 +220,10 @@ Command add_reference_command(CLI::App& app) {
   sub->footer(
       "For each case directory, writes ref.npy [B,Hq,L,dv] and ref_lse.npy [B,Hq,L]: float64 arrays\n"
       "holding the correctly rounded values, in --format, of the exact attention result (spec/SPEC.md\n"
-      "section 5), and prints a one-line summary. A case with expected.json (the golden cases) is also\n"
+      "section 5), and prints a one-line summary. A laid-out case (\"layout\", spec/SPEC.md section 2.5)\n"
+      "gets its sequences' results in the layout's arrangement, as a kernel returns them: varlen\n"
+      "ref.npy [rows,Hq,dv] and ref_lse.npy [Hq,rows] (padding rows NaN); KV caches [B,L,Hq,dv] and\n"
+      "[B,Hq,L]. A case with expected.json (the golden cases) is also\n"
       "compared with it bit for bit; a mismatch gives exit status 1. Bad input gives exit status 2,\n"
       "with the file and field named, and writes nothing.\n\n"
       "Example: attnspec reference cases/golden/seed_matrix --format bfloat16 --out-dir /tmp/ref");

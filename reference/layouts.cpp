@@ -288,6 +288,47 @@ std::vector<Outputs> split_result(const KvCacheBatch& batch, const Outputs& resu
   return split;
 }
 
+Outputs join_results(const VarlenBatch& batch, std::span<const Outputs> parts) {
+  const Dims& d = batch.shared.dims;
+  if (parts.size() != to_size(d.batch)) throw std::invalid_argument("join_results: one result per sequence");
+  Outputs joined{std::vector<double>(output_size(batch), std::numeric_limits<double>::quiet_NaN()),
+                 std::vector<double>(lse_size(batch), std::numeric_limits<double>::quiet_NaN())};
+  for (int b = 0; b < d.batch; ++b) {
+    const int q0 = batch.cu_seqlens_q[to_size(b)], L = batch.cu_seqlens_q[to_size(b) + 1] - q0;
+    const Outputs& part = parts[to_size(b)];
+    require_size(part.out, to_size(d.q_heads) * to_size(L) * to_size(d.d_v), "a sequence's outputs");
+    require_size(part.lse, to_size(d.q_heads) * to_size(L), "a sequence's lse values");
+    for (int h = 0; h < d.q_heads; ++h)
+      for (int i = 0; i < L; ++i) {
+        const std::size_t row = to_size(h) * to_size(L) + to_size(i);
+        std::copy_n(part.out.begin() + static_cast<std::ptrdiff_t>(row * to_size(d.d_v)), d.d_v,
+                    joined.out.begin() + static_cast<std::ptrdiff_t>((to_size(q0 + i) * to_size(d.q_heads) + to_size(h)) * to_size(d.d_v)));
+        joined.lse[to_size(h) * to_size(batch.q_rows) + to_size(q0 + i)] = part.lse[row];
+      }
+  }
+  return joined;
+}
+
+Outputs join_results(const KvCacheBatch& batch, std::span<const Outputs> parts) {
+  const Dims& d = batch.shared.dims;
+  if (parts.size() != to_size(d.batch)) throw std::invalid_argument("join_results: one result per sequence");
+  Outputs joined{std::vector<double>(output_size(batch)), std::vector<double>(lse_size(batch))};
+  for (int b = 0; b < d.batch; ++b) {
+    const Outputs& part = parts[to_size(b)];
+    require_size(part.out, to_size(d.q_heads) * to_size(d.q_len) * to_size(d.d_v), "a sequence's outputs");
+    require_size(part.lse, to_size(d.q_heads) * to_size(d.q_len), "a sequence's lse values");
+    for (int h = 0; h < d.q_heads; ++h)
+      for (int i = 0; i < d.q_len; ++i) {
+        const std::size_t row = to_size(h) * to_size(d.q_len) + to_size(i);
+        std::copy_n(part.out.begin() + static_cast<std::ptrdiff_t>(row * to_size(d.d_v)), d.d_v,
+                    joined.out.begin() +
+                        static_cast<std::ptrdiff_t>(((to_size(b) * to_size(d.q_len) + to_size(i)) * to_size(d.q_heads) + to_size(h)) * to_size(d.d_v)));
+        joined.lse[(to_size(b) * to_size(d.q_heads) + to_size(h)) * to_size(d.q_len) + to_size(i)] = part.lse[row];
+      }
+  }
+  return joined;
+}
+
 VarlenBatch pack_varlen(const Problem& dense, std::span<const SequenceLengths> lengths, int padding_q_rows,
                         int padding_k_rows, double filler) {
   const Dims& d = dense.dims;

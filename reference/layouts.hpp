@@ -113,6 +113,12 @@ struct Outputs {
 std::vector<Outputs> split_result(const VarlenBatch& batch, const Outputs& result);
 std::vector<Outputs> split_result(const KvCacheBatch& batch, const Outputs& result);
 
+// The inverse of split_result: one dense result per sequence (out [1,
+// Hq, L_b, d_v], lse [1, Hq, L_b]) into the layout's arrangement; places
+// no sequence owns (varlen padding rows) hold NaN.
+Outputs join_results(const VarlenBatch& batch, std::span<const Outputs> parts);
+Outputs join_results(const KvCacheBatch& batch, std::span<const Outputs> parts);
+
 // Sizes of a layout's result: outputs, lse values.
 std::size_t output_size(const VarlenBatch& batch);
 std::size_t output_size(const KvCacheBatch& batch);

@@ -72,6 +72,8 @@ def build_parser():
     )
     p.add_argument("out_dir", metavar="OUT_DIR", help="folder for case_000, case_001, ...")
     p.add_argument("--count", type=int, required=True, metavar="N", help="number of cases")
+    p.add_argument("--layouts", type=int, default=0, metavar="N",
+                   help="also N laid-out cases (varlen, KV caches, paged), after the COUNT dense ones")
     p.add_argument("--seed", type=int, required=True, metavar="S", help="random seed")
     p.set_defaults(func=cmd_random)
     return parser

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The certified reference against an independent implementation: random
 # cases from scripts/independent_reference.py (Python decimal, its own
-# rounding in integer arithmetic), every format, compared bit for bit.
-# Usage: tests/cross_check.sh SOURCE_DIR   (env: ATTNSPEC, PYTHON, COUNT, SEED)
+# rounding in integer arithmetic), every format, compared bit for bit;
+# laid-out cases (varlen, KV caches, paged: spec/SPEC.md section 2.5) in
+# their layout's arrangement, each sequence computed on its own.
+# Usage: tests/cross_check.sh SOURCE_DIR   (env: ATTNSPEC, PYTHON, COUNT, LAYOUTS, SEED)
 set -euo pipefail
 source_dir="$1"
 python="${PYTHON:-python3}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-"$python" "$source_dir/scripts/independent_reference.py" random "$work/cases" --count "${COUNT:-24}" --seed "${SEED:-1}" >/dev/null
+"$python" "$source_dir/scripts/independent_reference.py" random "$work/cases" --count "${COUNT:-24}" \
+  --layouts "${LAYOUTS:-12}" --seed "${SEED:-1}" >/dev/null
 compared=0
 failed=0
 for format in float64 float32 float16 bfloat16 float8_e4m3fn float8_e5m2; do

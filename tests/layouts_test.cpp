@@ -168,6 +168,29 @@ TEST(Layouts, ResultsOfTheWrongSizeAreRefused) {
   EXPECT_THROW(split_result(batch, result), std::runtime_error);
 }
 
+// join_results undoes split_result (the reference's laid-out results are
+// joined by it), and leaves varlen padding rows NaN.
+TEST(Layouts, JoinUndoesSplit) {
+  const Problem p = dense_batch(2, 3, 4, 5);
+  const VarlenBatch varlen = pack_varlen(p, std::vector<SequenceLengths>{{3, 4}, {0, 3}}, 2, 0, kNaN);
+  Outputs result{std::vector<double>(output_size(varlen)), std::vector<double>(lse_size(varlen))};
+  for (std::size_t i = 0; i < result.out.size(); ++i) result.out[i] = static_cast<double>(i);
+  for (std::size_t i = 0; i < result.lse.size(); ++i) result.lse[i] = -static_cast<double>(i);
+  const Outputs joined = join_results(varlen, split_result(varlen, result));
+  for (std::size_t i = 0; i < result.out.size(); ++i) {
+    const bool padding = i / static_cast<std::size_t>(p.dims.q_heads * p.dims.d_v) >= 3;
+    if (padding) EXPECT_TRUE(std::isnan(joined.out[i])) << i;
+    else EXPECT_EQ(joined.out[i], result.out[i]) << i;
+  }
+  const KvCacheBatch cache = pack_kv_cache(p, std::vector<int>{4, 2}, 1, CacheLayout{2, 0, 1, {}}, kNaN);
+  Outputs cached{std::vector<double>(output_size(cache)), std::vector<double>(lse_size(cache))};
+  for (std::size_t i = 0; i < cached.out.size(); ++i) cached.out[i] = static_cast<double>(i);
+  for (std::size_t i = 0; i < cached.lse.size(); ++i) cached.lse[i] = 0.5 * static_cast<double>(i);
+  const Outputs back = join_results(cache, split_result(cache, cached));
+  EXPECT_EQ(back.out, cached.out);
+  EXPECT_EQ(back.lse, cached.lse);
+}
+
 // The online kernel's layout paths read through the layout, its dense
 // path through the dense problem; both run the same arithmetic, so every
 // sequence's outputs and lse are bitwise those of its dense problem.

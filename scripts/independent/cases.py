@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .errors import BadInput
 from .formats import FORMATS, is_representable
 from .npy import read_npy, write_npy
+from .layouts import check_layout
 
 CASE_FORMAT = "attnspec-case/1"
 CASE_FIELDS = (
@@ -25,7 +26,7 @@ CASE_FIELDS = (
     "d_k", "d_v", "scale", "softcap", "causal", "mask", "provenance",
 )
 # Optional fields: absent means null (written only when set).
-OPTIONAL_FIELDS = ("window", "alibi", "sinks", "descales")
+OPTIONAL_FIELDS = ("window", "alibi", "sinks", "descales", "layout", "merge")
 # The descale factors' files (case.json's "descales": true), [B, Hkv] each.
 DESCALE_NAMES = ("q", "k", "v")
 SIZE_FIELDS = ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v")
@@ -59,6 +60,8 @@ class Case:
     mask_shape: object  # (B or 1, Hq or 1, L, S) or None
     # None, or {"q": [...], "k": [...], "v": [...]}: flat [B, Hkv] factors.
     descales: object = None
+    # None, or case.json's "layout" recipe (SPEC.md section 2.5, layouts.py).
+    layout: object = None
 
     # The rows below are the real inputs (SPEC.md section 2.4): the kernel's
     # inputs times their (batch, kv head)'s factor, exactly, as Fractions
@@ -162,6 +165,8 @@ def _check_meta(meta, where):
         raise BadInput(f"{where}: sinks must be null, false or true")
     if meta.get("descales") not in (None, False, True):
         raise BadInput(f"{where}: descales must be null, false or true")
+    if meta.get("merge") not in (None, False, True):
+        raise BadInput(f"{where}: merge must be null, false or true")
     if meta["mask"] not in (None, "bool", "additive"):
         raise BadInput(f"{where}: mask must be null, 'bool' or 'additive'")
     if not isinstance(meta["provenance"], dict):
@@ -263,6 +268,7 @@ def read_case(case_dir):
         causal=meta["causal"], window=meta.get("window"), alibi=meta.get("alibi"), alibi_slopes=slopes,
         sinks=sinks, mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
         v=arrays["v"], mask=mask, mask_shape=mask_shape, descales=descales,
+        layout=check_layout(meta.get("layout"), meta, where),
     )
 
 

@@ -1,6 +1,8 @@
 """compare: the C++ reference's rounded results against ours, bit for bit.
 
-The C++ reference writes its results already rounded to the format and
+A laid-out case (SPEC.md section 2.5) is compared in its layout's
+arrangement, each sequence computed on its own (layouts.py). The C++
+reference writes its results already rounded to the format and
 widened to float64, so agreement is equality of bits (any NaN equals any
 NaN); a value this reference cannot round with certainty stops the
 comparison (exit 3) instead of being guessed.
@@ -9,6 +11,7 @@ comparison (exit 3) instead of being guessed.
 from .attention import compute_checked, round_result
 from .cases import read_array, read_case
 from .formats import FORMATS, same_bits
+from .layouts import laid_out_results
 
 
 def unflatten_index(flat, shape):
@@ -22,16 +25,22 @@ def unflatten_index(flat, shape):
 def cmd_compare(args):
     fmt = FORMATS[args.format]
     case = read_case(args.case_dir)
-    out_shape = (case.batch, case.q_heads, case.q_len, case.d_v)
-    lse_shape = out_shape[:3]
+    if case.layout is not None:
+        # Each sequence on its own, in the layout's arrangement (layouts.py).
+        out, lse, out_shape, lse_shape = laid_out_results(case, fmt)
+        expected_of = {"out": out, "lse": lse}
+    else:
+        out_shape = (case.batch, case.q_heads, case.q_len, case.d_v)
+        lse_shape = out_shape[:3]
+        results = compute_checked(case, kinds=("out", "lse"))
+        expected_of = {name: [round_result(a, fmt) for a in getattr(results, name)] for name in ("out", "lse")}
     got = {"out": read_array(args.ref, "<f8", out_shape)}
     if args.ref_lse is not None:
         got["lse"] = read_array(args.ref_lse, "<f8", lse_shape)
-    results = compute_checked(case, kinds=("out", "lse"))
     shapes = {"out": out_shape, "lse": lse_shape}
     counts, mismatches = {}, []
     for name, values in got.items():
-        expected = [round_result(a, fmt) for a in getattr(results, name)]
+        expected = expected_of[name]
         agree = 0
         for index, (e, g) in enumerate(zip(expected, values)):
             if same_bits(e, g):

@@ -18,6 +18,7 @@ from .attention import compute_checked, visible_keys
 from .cases import Case, write_case
 from .errors import AmbiguousRounding, BadInput, PrecisionInsufficient
 from .expected import check_expected_strings, save_expected
+from .layouts import laid_out_results
 from .formats import FORMATS, is_representable, near_midpoint, pow2, round_fraction
 from .npy import shape_size
 
@@ -180,8 +181,11 @@ def _random_mask(rng, plan, sizes):
     return shape, values
 
 
-def random_case(rng, plan, seed, index):
-    """Draw one case following plan; returns (meta, q, k, v, mask, slopes, sinks, descales)."""
+def random_case(rng, plan, seed, index, poison=True):
+    """Draw one case following plan; returns (meta, q, k, v, mask, slopes, sinks, descales).
+
+    poison: NaN in the keys and values no row can see (not for laid-out
+    cases, whose sequences see other keys than the dense rows do)."""
     fmt = FORMATS[plan["dtype"]]
     if fmt.p > 29:
         # A float64 input times a float32 factor is not a binary64 number:
@@ -218,7 +222,7 @@ def random_case(rng, plan, seed, index):
     slopes = _random_slopes(seed, index, plan["alibi"], B, Hq)
     sinks = _random_sinks(seed, index, plan["sinks"], Hq)
     descales = _random_descales(seed, index, plan["descales"], B, Hkv)
-    poisoned = _poison_unread_keys(meta, k, v, mask)
+    poisoned = _poison_unread_keys(meta, k, v, mask) if poison else 0
     covers = [f"{name}={value}" for name, value in plan.items()] + [f"nan_in_blocked_keys={poisoned}"]
     meta["provenance"] = {"generator": "scripts/independent_reference.py random", "seed": seed,
                           "index": index, "covers": covers}
@@ -260,9 +264,47 @@ def decidable_everywhere(case):
     return results
 
 
+def random_layout(rng, meta):
+    """A layout recipe for a dense case (SPEC.md sections 2.5 and 4): varlen
+    or a KV cache, contiguous or paged, with empty sequences and padding."""
+    B, L, S = meta["batch"], meta["q_len"], meta["kv_len"]
+    kv_lens = [rng.randint(0, S) for _ in range(B)]
+    if rng.random() < 0.5:
+        return {"kind": "varlen", "q_lens": [rng.randint(0, L) for _ in range(B)], "kv_lens": kv_lens,
+                "padding_q_rows": rng.randint(0, 2), "padding_k_rows": rng.randint(0, 2)}
+    page_size = rng.choice([0, 0, 1, 2, 3, 16])
+    layout = {"kind": "kv_cache", "kv_lens": kv_lens, "new_len": rng.randint(0, min(kv_lens)),
+              "page_size": page_size, "spare_slots": 0 if page_size else rng.randint(0, 2),
+              "spare_pages": rng.randint(0, 2) if page_size else 0, "page_order": []}
+    if page_size and rng.random() < 0.5:
+        pages = max(1, sum(-(-n // page_size) for n in kv_lens) + layout["spare_pages"])
+        layout["page_order"] = rng.sample(range(pages), pages)
+    return layout
+
+
+def write_layout_case(args, index):
+    """A laid-out random case (no mask, no descales), redrawn until every
+    format's rounding of its sequences' results is certain; no expected.json
+    (its results are its sequences', in the layout's arrangement)."""
+    plan = dict(feature_plan(args.seed, index), mask=None, descales=None)
+    rng = random.Random(f"attnspec-random/{args.seed}/layout/{index}")
+    case_dir = os.path.join(args.out_dir, f"case_{index:03d}")
+    for attempt in range(50):
+        meta, q, k, v, mask, slopes, sinks, descales = random_case(rng, plan, args.seed, index, poison=False)
+        meta["layout"] = random_layout(rng, meta)
+        case = write_case(case_dir, meta, q, k, v, mask, slopes, sinks, descales)
+        try:
+            for fmt in FORMATS.values():
+                laid_out_results(case, fmt)
+            return meta["layout"]["kind"], attempt
+        except (PrecisionInsufficient, AmbiguousRounding):
+            continue
+    raise RuntimeError(f"{case_dir}: no decidable draw in 50 attempts")
+
+
 def cmd_random(args):
-    if args.count < 0:
-        raise BadInput("--count must be >= 0")
+    if args.count < 0 or args.layouts < 0:
+        raise BadInput("--count and --layouts must be >= 0")
     start = time.perf_counter()
     tally = {name: {} for name in RANDOM_FEATURES}
     observed, redraws = {}, 0
@@ -285,8 +327,14 @@ def cmd_random(args):
         for name, n in observed_features(case, results).items():
             observed[name] = observed.get(name, 0) + n
         redraws += attempt
-    print(f"random: wrote {args.count} cases to {args.out_dir} in {time.perf_counter() - start:.2f} s "
-          f"({redraws} undecidable draws replaced)")
+    kinds = {}
+    for index in range(args.count, args.count + args.layouts):
+        kind, attempts = write_layout_case(args, index)
+        kinds[kind] = kinds.get(kind, 0) + 1
+        redraws += attempts
+    print(f"random: wrote {args.count} cases and {args.layouts} laid-out ones "
+          f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items())) or 'none'}) to {args.out_dir} "
+          f"in {time.perf_counter() - start:.2f} s ({redraws} undecidable draws replaced)")
     print("planned features (cases):")
     for name, counts in tally.items():
         print(f"  {name}: " + ", ".join(f"{value} x{n}" for value, n in sorted(counts.items())))
