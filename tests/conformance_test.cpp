@@ -7,6 +7,7 @@
 ATTNSPEC_CONFORMANCE_SUITE(naive_f64, attnspec::make_naive_f64);
 ATTNSPEC_CONFORMANCE_SUITE(naive_f32, attnspec::make_naive_f32);
 ATTNSPEC_CONFORMANCE_SUITE(online_f32, attnspec::make_online_f32);
+ATTNSPEC_CONFORMANCE_SUITE(online_f32_splitkv, attnspec::make_online_f32_splitkv);
 ATTNSPEC_CONFORMANCE_SUITE(online_bf16, attnspec::make_online_bf16);
 ATTNSPEC_CONFORMANCE_SUITE(online_f16, attnspec::make_online_f16);
 ATTNSPEC_CONFORMANCE_SUITE(online_fp8, attnspec::make_online_fp8);

@@ -9,7 +9,11 @@ namespace attnspec {
 
 template <class Accumulate>
 KernelResult merge_states(const MergeInput& in, FormatId output, MergeBug bug) {
-  if (const std::string error = validate(in); !error.empty()) throw std::invalid_argument(error);
+  // Sizes only: the split-KV kernels merge NaN and infinite partials too
+  // (NaN in V propagates), which the merge operator's own inputs exclude.
+  if (in.lse.size() != static_cast<std::size_t>(in.parts) * static_cast<std::size_t>(in.rows) ||
+      in.out.size() != in.lse.size() * static_cast<std::size_t>(in.d_v))
+    throw std::invalid_argument("merge_states: sizes do not match rows, parts and d_v");
   using A = Accumulate;
   constexpr A minus_infinity = -std::numeric_limits<A>::infinity();
   KernelResult result;
@@ -18,31 +22,29 @@ KernelResult merge_states(const MergeInput& in, FormatId output, MergeBug bug) {
   std::vector<A> scaled(static_cast<std::size_t>(in.d_v));
   for (int row = 0; row < in.rows; ++row) {
     const auto lse_of = [&](int part) { return static_cast<A>(in.lse[in.lse_index(part, row)]); };
-    A lse;
-    if (bug == MergeBug::no_max_shift) {
-      A sum = 0;
-      for (int part = 0; part < in.parts; ++part) sum += std::exp(lse_of(part));
-      lse = std::log(sum);
-    } else {
-      A m = minus_infinity;
-      for (int part = 0; part < in.parts; ++part) m = std::max(m, lse_of(part));
-      if (m == minus_infinity && bug != MergeBug::empty_split_nan) {
+    // The weights exp(lse_i - c) with c the largest lse (the correct
+    // merge) or 0 (no_max_shift), normalised by their computed sum.
+    A shift = 0;
+    if (bug != MergeBug::no_max_shift) {
+      shift = minus_infinity;
+      for (int part = 0; part < in.parts; ++part) shift = std::max(shift, lse_of(part));
+      if (shift == minus_infinity && bug != MergeBug::empty_split_nan) {
         result.lse[static_cast<std::size_t>(row)] = -std::numeric_limits<double>::infinity();
         continue;  // no part saw a key: the row with no visible key, 0 and -inf
       }
-      A sum = 0;
-      for (int part = 0; part < in.parts; ++part) sum += std::exp(lse_of(part) - m);
-      lse = m + std::log(sum);
     }
+    A sum = 0;
     std::fill(scaled.begin(), scaled.end(), A{0});
     for (int part = 0; part < in.parts; ++part) {
-      const A weight = std::exp(lse_of(part) - lse);
+      const A weight = std::exp(lse_of(part) - shift);
+      sum += weight;
       for (int t = 0; t < in.d_v; ++t)
         scaled[static_cast<std::size_t>(t)] += weight * static_cast<A>(in.out[in.out_index(part, row, t)]);
     }
+    const A lse = shift + std::log(sum);
     for (int t = 0; t < in.d_v; ++t)
       result.out[static_cast<std::size_t>(row) * static_cast<std::size_t>(in.d_v) + static_cast<std::size_t>(t)] =
-          round_to_format(static_cast<double>(scaled[static_cast<std::size_t>(t)]), output);
+          round_to_format(static_cast<double>(scaled[static_cast<std::size_t>(t)] / sum), output);
     result.lse[static_cast<std::size_t>(row)] = static_cast<double>(lse);
   }
   return result;

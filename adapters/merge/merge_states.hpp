@@ -1,8 +1,12 @@
 // The built-in kernels' merge operator (Kernel::merge, spec/SPEC.md
-// section 6.10), FlashAttention's combine: the largest lse m, the row's
-// lse L = m + ln sum_i exp(lse_i - m), and each part weighted by
-// exp(lse_i - L), all in the accumulation type; the output rounded to the
-// output format. With a MergeBug, one bug of a class real merges had.
+// section 6.10), normalised as vLLM's merge_attn_states: the largest lse
+// m, weights exp(lse_i - m), the output sum_i w_i o_i / sum_i w_i and the
+// lse m + ln sum_i w_i, all in the accumulation type; the output rounded to
+// the output format. Normalising keeps the error a matter of the parts'
+// distances from the output (the tight tier's model, SPEC 6.8), which
+// FlashAttention's combine (weights exp(lse_i - lse), no division) does
+// not: its weights' float32 rounding errs by about u |lse| times |o|. With
+// a MergeBug, one bug of a class real merges had.
 #pragma once
 
 #include "adapters/kernel.hpp"

@@ -40,6 +40,8 @@ class OnlineKernel final : public Kernel {
       : name_(std::move(name)), formats_(formats), tiles_(tiles), weights_scale_(static_cast<float>(applied_weights_scale)),
         bug_(bug), merge_bug_(merge_bug) {
     if (tiles.queries < 1 || tiles.keys < 1) throw std::invalid_argument("online kernel: tile sizes must be >= 1");
+    if (tiles.split_keys < 0 || tiles.split_keys % tiles.keys != 0)
+      throw std::invalid_argument("online kernel: split_keys must be 0 or a multiple of the key tile");
     if (formats.accumulate != FormatId::float32) throw std::invalid_argument("online kernel: float32 accumulation only");
     if (const std::string error = formats_error(formats); !error.empty())
       throw std::invalid_argument("online kernel: " + error);
@@ -116,15 +118,17 @@ class OnlineKernel final : public Kernel {
     std::vector<float> logits(static_cast<std::size_t>(tiles_.keys));
     std::vector<char> visible(static_cast<std::size_t>(tiles_.keys));
     std::vector<float> tile_acc(static_cast<std::size_t>(d.d_v));
-    const auto [low, high] = key_range(p, first, last);
-    for (int key0 = low / tiles_.keys * tiles_.keys; key0 <= high; key0 += tiles_.keys) {
-      const int key1 = std::min(key0 + tiles_.keys, d.kv_len);
+    // The online softmax of `states` over the keys [from, to], key tile by
+    // key tile.
+    const auto accumulate = [&](std::vector<RowState>& states, int from, int to) {
+    for (int key0 = from / tiles_.keys * tiles_.keys; key0 <= to; key0 += tiles_.keys) {
+      const int key_begin = std::max(key0, from), key1 = std::min({key0 + tiles_.keys, d.kv_len, to + 1});
       for (int i = first; i < last; ++i) {
         const RowIndex r{b, h, i};
-        RowState& row = rows[static_cast<std::size_t>(i - first)];
+        RowState& row = states[static_cast<std::size_t>(i - first)];
         float tile_max = kMinusInfinity;
         bool tile_visible = false;
-        for (int j = key0; j < key1; ++j) {
+        for (int j = key_begin; j < key1; ++j) {
           float& x = logits[static_cast<std::size_t>(j - key0)];
           visible[static_cast<std::size_t>(j - key0)] = source.visible(p, r, j);
           if (!visible[static_cast<std::size_t>(j - key0)]) continue;
@@ -143,7 +147,7 @@ class OnlineKernel final : public Kernel {
         // then folded into the rescaled running state: blocked summation.
         float tile_sum = 0;
         std::fill(tile_acc.begin(), tile_acc.end(), 0.0f);
-        for (int j = key0; j < key1; ++j) {
+        for (int j = key_begin; j < key1; ++j) {
           if (!visible[static_cast<std::size_t>(j - key0)]) continue;
           const float weight = std::exp(logits[static_cast<std::size_t>(j - key0)] - new_max);
           tile_sum += weight;  // the denominator from P before any rounding (FlashAttention 3)
@@ -157,6 +161,13 @@ class OnlineKernel final : public Kernel {
         row.max = new_max;
       }
     }
+    };
+    const auto [low, high] = key_range(p, first, last);
+    if (tiles_.split_keys > 0) {
+      finish_splits(p, b, h, first, last, low, high, v_descale, accumulate, source, result);
+      return;
+    }
+    accumulate(rows, low, high);
     for (int i = first; i < last; ++i) {
       RowState& row = rows[static_cast<std::size_t>(i - first)];
       const std::size_t flat = source.out_row(h, i), lse_at = source.lse_index(h, i);
@@ -185,6 +196,57 @@ class OnlineKernel final : public Kernel {
             static_cast<double>(row.acc[static_cast<std::size_t>(t)] / (row.sum * weights_scale_) * v_descale),
             formats_.output);
       result.lse[lse_at] = static_cast<double>(row.max + std::log(row.sum));
+    }
+  }
+
+  // Split-KV (FlashAttention's num_splits, FlashInfer's and vLLM's split
+  // kernels): the keys in splits of tiles_.split_keys from key 0, each an
+  // online softmax of its own that yields a float32 partial output and lse
+  // per row, merged by the kernel's merge operator (SPEC 6.9, 6.10). A
+  // sink is one more part, of lse sigma and outputs 0 (SPEC 2.3), so it
+  // is in exactly one part.
+  template <class Rows, class Accumulate>
+  void finish_splits(const Problem& p, int b, int h, int first, int last, int low, int high, float v_descale,
+                     const Accumulate& accumulate, const Rows& source, KernelResult& result) const {
+    const Dims& d = p.dims;
+    const int split = tiles_.split_keys, rows = last - first;
+    MergeInput parts;
+    parts.rows = rows;
+    parts.d_v = d.d_v;
+    std::vector<char> nan_row(static_cast<std::size_t>(rows), 0);
+    for (int split0 = low / split * split; split0 <= high; split0 += split) {
+      std::vector<RowState> states(static_cast<std::size_t>(rows));
+      for (RowState& state : states) state.acc.assign(static_cast<std::size_t>(d.d_v), 0.0f);
+      accumulate(states, std::max(split0, low), std::min(split0 + split - 1, high));
+      for (const RowState& state : states) {
+        // A NaN logit, or an infinite one (exp(inf - inf) is NaN), makes
+        // the row NaN, as in one pass.
+        const float lse = state.max + std::log(state.sum);
+        if (state.nan_logit || (state.any_visible && std::isnan(lse)))
+          nan_row[static_cast<std::size_t>(&state - states.data())] = 1;
+        const bool seen = state.any_visible && !std::isnan(lse);
+        parts.lse.push_back(seen ? static_cast<double>(lse) : -INFINITY);
+        for (int t = 0; t < d.d_v; ++t)
+          parts.out.push_back(seen ? static_cast<double>(state.acc[static_cast<std::size_t>(t)] / (state.sum * weights_scale_)) : 0.0);
+      }
+      ++parts.parts;
+    }
+    const std::optional<double> sink = p.sink({b, h, first});
+    if (sink || parts.parts == 0) {  // the sink's part, or one empty part for rows that see no key
+      parts.lse.insert(parts.lse.end(), static_cast<std::size_t>(rows), sink ? static_cast<double>(static_cast<float>(*sink)) : -INFINITY);
+      parts.out.insert(parts.out.end(), static_cast<std::size_t>(rows) * static_cast<std::size_t>(d.d_v), 0.0);
+      ++parts.parts;
+    }
+    const KernelResult merged = merge_states<float>(parts, FormatId::float32, merge_bug_);
+    for (int i = first; i < last; ++i) {
+      const auto row = static_cast<std::size_t>(i - first);
+      const std::size_t flat = source.out_row(h, i), lse_at = source.lse_index(h, i);
+      const bool nan = nan_row[row] != 0;
+      for (int t = 0; t < d.d_v; ++t)
+        result.out[flat * d.d_v + t] =
+            nan ? std::numeric_limits<double>::quiet_NaN()
+                : round_to_format(static_cast<double>(static_cast<float>(merged.out[row * d.d_v + t]) * v_descale), formats_.output);
+      result.lse[lse_at] = nan ? std::numeric_limits<double>::quiet_NaN() : merged.lse[row];
     }
   }
 
@@ -246,6 +308,11 @@ std::unique_ptr<Kernel> make_online_kernel(FormatId io_format, TileSizes tiles) 
                                                              : "online-" + std::string(format_info(io_format).name);
   return std::make_unique<OnlineKernel>(name, KernelFormats{io_format, FormatId::float32, io_format}, tiles, 1.0);
 }
+std::unique_ptr<Kernel> make_online_f32_splitkv() {
+  return std::make_unique<OnlineKernel>("online-f32-splitkv", KernelFormats{FormatId::float32, FormatId::float32, FormatId::float32},
+                                        TileSizes{16, 32, 64}, 1.0);
+}
+
 std::unique_ptr<Kernel> make_online_f32_with_merge_bug(std::string name, MergeBug bug) {
   return std::make_unique<OnlineKernel>(std::move(name), KernelFormats{FormatId::float32, FormatId::float32, FormatId::float32},
                                         TileSizes{}, 1.0, LayoutBug::none, bug);
