@@ -168,6 +168,45 @@ TEST(Layouts, ResultsOfTheWrongSizeAreRefused) {
   EXPECT_THROW(split_result(batch, result), std::runtime_error);
 }
 
+// The two examples of README.md's layouts section, as the tables there say.
+TEST(Layouts, TheReadmeExamples) {
+  Problem p = dense_batch(2, 4, 6, 9);
+  p.window.reset();
+  const VarlenBatch varlen = pack_varlen(p, std::vector<SequenceLengths>{{3, 5}, {1, 2}}, 1, 1, kNaN);
+  EXPECT_EQ(varlen.cu_seqlens_q, (std::vector<int>{0, 3, 4}));
+  EXPECT_EQ(varlen.cu_seqlens_k, (std::vector<int>{0, 5, 7}));
+  EXPECT_EQ(varlen.q_rows, 5);
+  EXPECT_EQ(varlen.k_rows, 8);
+  EXPECT_TRUE(std::isnan(varlen.q[4 * 4 * 8]));  // packed query row 4: padding
+  const std::vector<Sequence> sequences = sequences_of(varlen);
+  ASSERT_TRUE(sequences[0].problem && sequences[1].problem);
+  EXPECT_EQ(sequences[0].lengths, (SequenceLengths{3, 5}));
+  EXPECT_EQ(sequences[1].lengths, (SequenceLengths{1, 2}));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(sequences[0].problem->visible({0, 0, i}, j), j <= i + 2);
+  EXPECT_TRUE(sequences[1].problem->visible({0, 0, 0}, 1));
+
+  Problem decode = dense_batch(2, 1, 6, 9);
+  decode.window.reset();
+  const KvCacheBatch cache = pack_kv_cache(decode, std::vector<int>{5, 2}, 1, CacheLayout{2, 0, 1, {3, 0, 4, 2, 1}}, kNaN);
+  EXPECT_EQ(cache.cache_seqlens, (std::vector<int>{4, 1}));
+  EXPECT_EQ(cache.block_table, (std::vector<int>{3, 0, 4, 2, 1, 1}));
+  const auto cached_key = [&](int page, int row, int g) {
+    const std::size_t at = ((static_cast<std::size_t>(page) * 2 + static_cast<std::size_t>(row)) * 2 + static_cast<std::size_t>(g)) * 8;
+    return std::vector<double>(cache.k_cache.begin() + static_cast<std::ptrdiff_t>(at), cache.k_cache.begin() + static_cast<std::ptrdiff_t>(at + 8));
+  };
+  const auto dense_key = [&](int b, int g, int j) {
+    const auto row = decode.key_row(b, g, j);
+    return std::vector<double>(row.begin(), row.end());
+  };
+  for (int g = 0; g < 2; ++g) {
+    EXPECT_EQ(cached_key(3, 1, g), dense_key(0, g, 1));
+    EXPECT_EQ(cached_key(0, 0, g), dense_key(0, g, 2));
+    EXPECT_EQ(cached_key(2, 0, g), dense_key(1, g, 0));
+    for (int row = 0; row < 2; ++row) EXPECT_TRUE(std::isnan(cached_key(1, row, g)[0]));  // the spare page
+  }
+}
+
 // join_results undoes split_result (the reference's laid-out results are
 // joined by it), and leaves varlen padding rows NaN.
 TEST(Layouts, JoinUndoesSplit) {
