@@ -13,14 +13,16 @@
 #include "cases/io/input_error.hpp"
 #include "cli/commands.hpp"
 #include "properties/harness.hpp"
+#include "properties/layout_check.hpp"
+#include "properties/merge_check.hpp"
 
 namespace attnspec::cli {
 namespace {
 
-// B=1, Hq=2, L=3, S=5 with values k/4, representable in every format.
-Problem probe_problem(const Capabilities& caps, FormatId input) {
+// B=batch, Hq=2, L=3, S=5 with values k/4, representable in every format.
+Problem probe_problem(const Capabilities& caps, FormatId input, int batch = 1) {
   Problem p;
-  p.dims = Dims{1, 2, caps.gqa ? 1 : 2, 3, 5, 4, caps.dv_ne_dk ? 3 : 4};
+  p.dims = Dims{batch, 2, caps.gqa ? 1 : 2, 3, 5, 4, caps.dv_ne_dk ? 3 : 4};
   const auto fill = [&](std::vector<double>& values, std::size_t n, int seed) {
     values.resize(n);
     for (std::size_t i = 0; i < n; ++i) values[i] = round_to_format(static_cast<double>((i * 7 + seed) % 9) / 4 - 1, input);
@@ -32,9 +34,43 @@ Problem probe_problem(const Capabilities& caps, FormatId input) {
 }
 
 struct Probe {
+  Probe(std::string what_, Problem problem_, std::optional<LayoutRecipe> layout_ = std::nullopt, bool merge_ = false)
+      : what(std::move(what_)), problem(std::move(problem_)), layout(std::move(layout_)), merge(merge_) {}
   std::string what;
   Problem problem;
+  std::optional<LayoutRecipe> layout;  // sent laid out (SPEC 2.5)
+  bool merge = false;                  // a merge's attention form, sent to the merge operator
 };
+
+// Two sequences of their own lengths, one with padding or spare room
+// after it, so that a kernel reading past a sequence would meet NaN.
+std::vector<Probe> layout_probes(const Capabilities& caps, FormatId input) {
+  const Problem two = probe_problem(caps, input, 2);
+  std::vector<Probe> list;
+  if (caps.varlen) {
+    LayoutRecipe varlen{LayoutKind::varlen, {3, 1}, {5, 2}, 1, 1, 0, {}};
+    list.push_back({"varlen batch, lengths (3, 5) and (1, 2)", two, varlen});
+  }
+  if (caps.kv_cache) {
+    LayoutRecipe cache{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, 1, CacheLayout{0, 2, 0, {}}};
+    list.push_back({"KV cache of 5 and 3 keys, 1 appended", two, cache});
+  }
+  if (caps.paged_kv_cache) {
+    LayoutRecipe paged{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, 1, CacheLayout{2, 0, 1, {}}};
+    for (int page = pool_pages(paged) - 1; page >= 0; --page) paged.cache.page_order.push_back(page);
+    list.push_back({"paged KV cache, pages of 2 in reverse order", two, paged});
+  }
+  if (caps.merge_partials) {
+    // Two rows of three parts, one part of row 1 empty (lse -inf).
+    MergeInput input{2, 3, 4, {}, {0.5, -1.0, 2.0, 0.25, 3.0, -INFINITY}};
+    input.out.resize(static_cast<std::size_t>(3 * 2 * 4));
+    for (std::size_t i = 0; i < input.out.size(); ++i)
+      input.out[i] = round_to_format(static_cast<double>((i * 5) % 7) / 4 - 0.75, *caps.merge_partials);
+    for (int t = 0; t < 4; ++t) input.out[input.out_index(2, 1, t)] = 0;
+    list.push_back({"merge of 3 parts, one empty", merge_as_attention(input), std::nullopt, true});
+  }
+  return list;
+}
 
 std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
   const Problem base = probe_problem(caps, input);
@@ -82,6 +118,7 @@ std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
   }
   if (caps.explicit_scale) list.push_back({"explicit scale 0.75", base}), list.back().problem.scale = 0.75;
   if (caps.softcap) list.push_back({"softcap 2", base}), list.back().problem.softcap = 2.0;
+  for (Probe& probe : layout_probes(caps, input)) list.push_back(std::move(probe));
   return list;
 }
 
@@ -111,7 +148,10 @@ int check_adapter(const std::string& kernel_argument) {
   for (const Probe& probe : probes(kernel->capabilities(), f.input)) {
     try {
       ErrorStats stats;
-      const std::string numerics = check_against_reference(*kernel, probe.problem, stats);
+      const std::string numerics =
+          probe.merge    ? check_merge_against_reference(*kernel, probe.problem, stats)
+          : probe.layout ? check_layout_against_reference(*kernel, probe.problem, *probe.layout, stats)
+                         : check_against_reference(*kernel, probe.problem, stats);
       line(true, "run (" + probe.what + "): a well-formed output" +
                      (numerics.empty() ? ", within the precision bound" : "; numerics (judged by attnspec run): " + numerics));
     } catch (const KernelUnsupported& e) {

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "adapters/process/capped_log.hpp"
+#include "adapters/process/packed_case.hpp"
 #include "adapters/process/protocol.hpp"
 #include "adapters/process/subprocess.hpp"
 #include "cases/io/case_dir.hpp"
@@ -85,25 +86,69 @@ class ProcessKernel final : public Kernel {
   void end_run(bool failed) override { run_failed_ = failed; }
 
   KernelResult run(const Problem& problem) override {
-    if (!process_) {
-      AdapterInfo again;
-      try {
-        again = start();
-      } catch (const std::exception& e) {
-        throw KernelFault(std::string("the adapter could not be started again: ") + e.what());
-      }
-      if (!(again == info_)) {
-        stop();
-        throw KernelFault("the restarted adapter describes itself differently from its first hello");
-      }
+    ensure_started();
+    const fs::path directory = fresh_case_directory();
+    save_case(Case{directory, info_.formats.input, problem, {{"generator", "attnspec process kernel"}}, std::nullopt}, directory);
+    return exchange("dense", directory, {out_shape(problem), lse_shape(problem), {}, {}}, info_.capabilities.lse);
+  }
+
+  // The layouts and the merge travel as attnspec-packed/1 directories
+  // (packed_case.hpp), requested with their "kind".
+  KernelResult run_varlen(const VarlenBatch& batch) override {
+    if (!info_.capabilities.varlen) return Kernel::run_varlen(batch);
+    ensure_started();
+    const fs::path directory = fresh_case_directory();
+    const PackedOutputs outputs = save_packed_case(directory, info_.formats.input, batch);
+    return exchange(to_string(PackedKind::varlen), directory, outputs, info_.capabilities.lse);
+  }
+
+  KernelResult run_kv_cache(const KvCacheBatch& batch) override {
+    if (!(batch.paged() ? info_.capabilities.paged_kv_cache : info_.capabilities.kv_cache))
+      return Kernel::run_kv_cache(batch);
+    ensure_started();
+    const fs::path directory = fresh_case_directory();
+    const PackedOutputs outputs = save_packed_case(directory, info_.formats.input, batch);
+    return exchange(to_string(PackedKind::kv_cache), directory, outputs, info_.capabilities.lse);
+  }
+
+  KernelResult merge(const MergeInput& input) override {
+    if (!info_.capabilities.merge_partials) return Kernel::merge(input);
+    ensure_started();
+    const fs::path directory = fresh_case_directory();
+    const PackedOutputs outputs = save_packed_case(directory, *info_.capabilities.merge_partials, input);
+    return exchange(to_string(PackedKind::merge), directory, outputs, /*with_lse=*/true);
+  }
+
+ private:
+  // After a fault the adapter is started again, and must describe itself
+  // as it did at first.
+  void ensure_started() {
+    if (process_) return;
+    AdapterInfo again;
+    try {
+      again = start();
+    } catch (const std::exception& e) {
+      throw KernelFault(std::string("the adapter could not be started again: ") + e.what());
     }
+    if (!(again == info_)) {
+      stop();
+      throw KernelFault("the restarted adapter describes itself differently from its first hello");
+    }
+  }
+
+  fs::path fresh_case_directory() const {
     const fs::path directory = fs::absolute(options_.work_directory / "case");
     fs::remove_all(directory);
-    save_case(Case{directory, info_.formats.input, problem, {{"generator", "attnspec process kernel"}}, std::nullopt}, directory);
+    return directory;
+  }
+
+  // Sends the request for the case in `directory`, waits for the answer and
+  // reads back out.npy (and lse.npy) in the shapes `outputs` gives.
+  KernelResult exchange(std::string_view kind, const fs::path& directory, const PackedOutputs& outputs, bool with_lse) {
     const std::uint64_t id = ++last_id_;
     // One deadline for the answer and for reading what the adapter wrote.
     const auto deadline = std::chrono::steady_clock::now() + options_.case_timeout;
-    if (!process_->write_line(run_request(id, directory))) fail_and_restart("closed its stdin before the case was sent");
+    if (!process_->write_line(run_request(id, directory, kind))) fail_and_restart("closed its stdin before the case was sent");
 
     std::string line;
     switch (process_->read_line(line, options_.case_timeout, kMaxProtocolLineBytes)) {
@@ -131,16 +176,16 @@ class ProcessKernel final : public Kernel {
     if (!reply.ok) throw std::runtime_error("the adapter reported an error: " + reply.error);
 
     KernelResult result;
-    result.out = read_output(directory / "out.npy", out_shape(problem), info_.formats.output, "output", deadline);
+    result.out = read_output(directory / "out.npy", outputs.out_shape, info_.formats.output, "output", outputs.out_read,
+                             deadline);
     // The lse is rounded to the accumulation format (SPEC 6.6), as
     // FlashAttention's float32 lse beside float16 outputs.
-    if (info_.capabilities.lse)
-      result.lse = read_output(directory / "lse.npy", lse_shape(problem), info_.formats.accumulate, "accumulation",
-                               deadline);
+    if (with_lse)
+      result.lse = read_output(directory / "lse.npy", outputs.lse_shape, info_.formats.accumulate, "accumulation",
+                               outputs.lse_read, deadline);
     return result;
   }
 
- private:
   AdapterInfo start() {
     process_.emplace(command_, [this](std::string_view bytes) {
       bytes_logged_ += bytes.size();
@@ -205,8 +250,11 @@ class ProcessKernel final : public Kernel {
     throw KernelFault(message);
   }
 
+  // `read`: whether a flat index is read (empty: all); one that is not
+  // (a varlen padding row) may hold anything.
   std::vector<double> read_output(const fs::path& path, const std::vector<std::size_t>& shape, FormatId format,
-                                  const char* format_role, Deadline deadline) const {
+                                  const char* format_role, const std::function<bool(std::size_t)>& read,
+                                  Deadline deadline) const {
     std::error_code missing;
     if (!fs::exists(fs::symlink_status(path, missing)))
       throw std::runtime_error("the adapter answered ok but wrote no " + path.filename().string());
@@ -225,7 +273,7 @@ class ProcessKernel final : public Kernel {
     if (array.dtype == NpyDtype::boolean)
       throw std::runtime_error("the adapter's " + path.filename().string() + " is a bool array, expected <f8, <f4 or <f2");
     for (std::size_t i = 0; i < array.values.size(); ++i)
-      if (!is_representable(array.values[i], format))
+      if ((!read || read(i)) && !is_representable(array.values[i], format))
         throw std::runtime_error("the adapter's " + path.filename().string() + " holds " + std::to_string(array.values[i]) +
                                  " at flat index " + std::to_string(i) + ", not a " +
                                  std::string(format_info(format).name) + " value (its declared " + format_role +

@@ -18,9 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 15> kCapabilityKeys = {
+constexpr std::array<std::string_view, 19> kCapabilityKeys = {
     "masks",   "causal",  "window",   "alibi", "sinks", "descales", "gqa", "scale", "softcap", "dv_ne_dk", "lse",
-    "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "max_elements"};
+    "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "varlen", "kv_cache", "paged_kv_cache",
+    "merge_partials", "max_elements"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
@@ -96,14 +97,20 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
          a.descales == b.descales && a.gqa == b.gqa &&
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
          a.fully_masked_rows == b.fully_masked_rows && a.kv_len_at_least_q_len == b.kv_len_at_least_q_len &&
-         a.causal_windows_only == b.causal_windows_only &&
+         a.causal_windows_only == b.causal_windows_only && a.varlen == b.varlen && a.kv_cache == b.kv_cache &&
+         a.paged_kv_cache == b.paged_kv_cache && a.merge_partials == b.merge_partials &&
+         formats.weights == other.formats.weights && formats.weights_scale == other.formats.weights_scale &&
          a.max_elements == b.max_elements;
 }
 
 std::string hello_request() { return json{{"op", "hello"}, {"protocol", kProcessProtocolVersion}}.dump(); }
 
-std::string run_request(std::uint64_t id, const std::filesystem::path& case_directory) {
-  return json{{"op", "run"}, {"id", id}, {"case", case_directory.string()}}.dump();
+std::string run_request(std::uint64_t id, const std::filesystem::path& case_directory, std::string_view kind) {
+  json request = {{"op", "run"}, {"id", id}, {"case", case_directory.string()}};
+  // Absent for dense cases: adapters written before the layouts read them
+  // as they always did.
+  if (kind != "dense") request["kind"] = std::string(kind);
+  return request.dump();
 }
 
 std::string bye_request() { return json{{"op", "bye"}}.dump(); }
@@ -169,6 +176,19 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   c.causal_windows_only = get_bool(caps, "causal_windows_only", "capabilities.");
   if (c.causal_windows_only && !c.window_top_left && !c.window_bottom_right)
     fail("capabilities.causal_windows_only", "true without any window alignment in capabilities.window");
+  // The layouts of SPEC 2.5 and the merge operator of 6.10, sent as
+  // attnspec-packed/1 directories.
+  c.varlen = get_bool(caps, "varlen", "capabilities.");
+  c.kv_cache = get_bool(caps, "kv_cache", "capabilities.");
+  c.paged_kv_cache = get_bool(caps, "paged_kv_cache", "capabilities.");
+  if (caps.contains("merge_partials")) {
+    const json& value = caps["merge_partials"];
+    const auto format = value.is_string() ? parse_format(value.get<std::string>()) : std::nullopt;
+    if (!format)
+      fail("capabilities.merge_partials", "expected the format of the partial outputs its merge takes, one of " +
+                                              std::string(format_names()) + ", got " + shown(value));
+    c.merge_partials = *format;
+  }
   if (caps.contains("max_elements")) {
     const json& limit = caps["max_elements"];
     if (!limit.is_number_unsigned() || limit.get<std::uint64_t>() == 0)

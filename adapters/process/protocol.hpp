@@ -39,7 +39,9 @@ struct RunReply {
 };
 
 std::string hello_request();
-std::string run_request(std::uint64_t id, const std::filesystem::path& case_directory);
+// kind: "dense" (an attnspec-case/1 directory) or a PackedKind's name (an
+// attnspec-packed/1 directory, adapters/process/packed_case.hpp).
+std::string run_request(std::uint64_t id, const std::filesystem::path& case_directory, std::string_view kind = "dense");
 std::string bye_request();
 
 // Throw ProtocolError on anything but a well-formed reply.

@@ -2,8 +2,11 @@
 """An attnspec-process/1 adapter in Python: a NumPy attention kernel that
 attnspec tests over stdin/stdout (spec/SPEC.md section 8).
 
-Copy this file to test your own kernel: replace `attention` (and the HELLO
-reply's formats and capabilities) and keep the protocol loop. Run it with
+Copy this file to test your own kernel: replace `attention` and `merge`
+(and the HELLO reply's formats and capabilities) and keep the protocol
+loop. The layouts (variable-length batches, KV caches, paged or not) come
+as attnspec-packed/1 directories, which packed_cases.py (beside this file)
+maps onto the dense `attention`. Run it with
 
     attnspec run --kernel 'cmd:python3 numpy_adapter.py --dtype float32'
 
@@ -16,6 +19,8 @@ import os
 import sys
 
 import numpy as np
+
+import packed_cases
 
 DTYPES = {"float64": np.float64, "float32": np.float32}
 
@@ -38,13 +43,20 @@ def hello(dtype_name):
             "scale": True,
             "softcap": True,
             "dv_ne_dk": True,
-            "lse": False,
+            "lse": True,
+            "fully_masked_rows": True,  # 0, as SPEC 2.3 says
+            # Through packed_cases.py: each sequence run as a dense problem.
+            "varlen": True,
+            "kv_cache": True,
+            "paged_kv_cache": True,
+            "merge_partials": dtype_name,
         },
     }
 
 
 def attention(case, q, k, v, mask, dtype, slopes=None, sinks=None, descales=None):
-    """softmax(Q K^T * scale + mask) V in `dtype`, per the spec's semantics."""
+    """softmax(Q K^T * scale + mask) V in `dtype`, per the spec's semantics,
+    and the log-sum-exp of each row's logits (the sink's included)."""
     b, hq, hkv, L, S = case["batch"], case["q_heads"], case["kv_heads"], case["q_len"], case["kv_len"]
     q, k, v = q.astype(dtype), k.astype(dtype), v.astype(dtype)
     group = hq // hkv
@@ -86,6 +98,9 @@ def attention(case, q, k, v, mask, dtype, slopes=None, sinks=None, descales=None
         visible &= additive != -np.inf
         logits = logits + additive
     out = np.zeros((b, hq, L, v.shape[-1]), dtype=dtype)  # rows with no visible key stay 0
+    # A row with no visible key: the sink's logit, or -inf (SPEC 2.3).
+    lse = np.empty((b, hq, L), dtype=dtype)
+    lse[...] = sinks.astype(dtype)[None, :, None] if sinks is not None else dtype(-np.inf)
     for row in np.ndindex(b, hq, L):
         keys = visible[row]
         if not keys.any():
@@ -100,11 +115,39 @@ def attention(case, q, k, v, mask, dtype, slopes=None, sinks=None, descales=None
             # row (SPEC 2.3), also where a finite sink would outweigh -inf.
             shift = max(x.max(), sink) if np.isfinite(x).all() else np.nan
             weights = np.exp(x - shift)
-            out[row] = (weights / (weights.sum() + np.exp(sink - shift))) @ v[row[0], row[1]][keys]
-    return out
+            total = weights.sum() + np.exp(sink - shift)
+            out[row] = (weights / total) @ v[row[0], row[1]][keys]
+            lse[row] = shift + np.log(total)
+    return out, lse
 
 
-def run_case(directory, dtype):
+def merge(out_parts, lse_parts, dtype):
+    """The merge of partial results [parts, rows, d_v] with their lse
+    [parts, rows] (SPEC 6.9), in `dtype`, shifted by the largest lse; a row
+    whose parts are all empty (lse -inf) outputs 0, lse -inf."""
+    o, l = out_parts.astype(dtype), lse_parts.astype(dtype)
+    largest = l.max(axis=0)
+    empty = largest == -np.inf
+    shift = np.where(empty, dtype(0), largest)
+    weights = np.exp(l - shift)  # 0 for empty parts
+    total = weights.sum(axis=0)
+    out = (weights[:, :, None] * o).sum(axis=0) / np.where(empty, dtype(1), total)[:, None]
+    lse = np.where(empty, dtype(-np.inf), shift + np.log(np.where(empty, dtype(1), total)))
+    return out, lse
+
+
+def save(directory, out, lse, dtype):
+    np.save(os.path.join(directory, "out.npy"), np.ascontiguousarray(out, dtype=dtype))
+    np.save(os.path.join(directory, "lse.npy"), np.ascontiguousarray(lse, dtype=dtype))
+
+
+def run_case(directory, dtype, kind="dense"):
+    if kind == "merge":
+        return save(directory, *merge(*packed_cases.load_merge(directory), dtype), dtype)
+    if kind != "dense":
+        def dense(case, q, k, v, slopes, sinks):
+            return attention(case, q, k, v, None, dtype, slopes, sinks)
+        return save(directory, *packed_cases.run_packed(kind, directory, dense), dtype)
     with open(os.path.join(directory, "case.json")) as f:
         case = json.load(f)
     arrays = {name: np.load(os.path.join(directory, name + ".npy")) for name in ("q", "k", "v")}
@@ -114,8 +157,7 @@ def run_case(directory, dtype):
     descales = None
     if case.get("descales"):  # [B, Hkv] each, in the order q, k, v
         descales = [np.load(os.path.join(directory, name + "_descale.npy")) for name in ("q", "k", "v")]
-    out = attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype, slopes, sinks, descales)
-    np.save(os.path.join(directory, "out.npy"), np.ascontiguousarray(out, dtype=dtype))
+    save(directory, *attention(case, arrays["q"], arrays["k"], arrays["v"], mask, dtype, slopes, sinks, descales), dtype)
 
 
 def main():
@@ -129,7 +171,7 @@ def main():
             reply = hello(dtype_name)
         elif request["op"] == "run":
             try:
-                run_case(request["case"], dtype)
+                run_case(request["case"], dtype, request.get("kind", "dense"))
                 reply = {"id": request["id"], "ok": True}
             except Exception as error:  # one bad case must not end the session
                 reply = {"id": request["id"], "ok": False, "error": repr(error)}

@@ -396,6 +396,26 @@ Case load_case(const fs::path& directory) {
   return c;
 }
 
+nlohmann::json option_fields(const Problem& p) {
+  const auto optional_number = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
+  json object = {
+      {"batch", p.dims.batch},
+      {"q_heads", p.dims.q_heads},
+      {"kv_heads", p.dims.kv_heads},
+      {"d_k", p.dims.d_k},
+      {"d_v", p.dims.d_v},
+      {"scale", optional_number(p.scale)},
+      {"softcap", optional_number(p.softcap)},
+      {"causal", p.causal == Causal::none ? json(nullptr) : json(std::string(to_string(p.causal)))},
+  };
+  // Written only when there is one: a case without a window stays readable
+  // by attnspec versions from before windows.
+  if (p.window) object["window"] = window_json(p.window);
+  if (p.alibi) object["alibi"] = {{"alignment", std::string(to_string(p.alibi->alignment))}};
+  if (!p.sinks.empty()) object["sinks"] = true;
+  return object;
+}
+
 void save_case(const Case& c, const fs::path& directory) {
   const Problem& p = c.problem;
   // A case holds the kernel's inputs; applied factors would be applied twice
@@ -405,28 +425,13 @@ void save_case(const Case& c, const fs::path& directory) {
                            ": the problem's descales are applied (it holds the real inputs, not the kernel's)");
   const auto errors = validate(p);
   if (!errors.empty()) throw InputError(directory.string(), "", "invalid problem: " + errors.front());
-  const auto optional_number = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
-  json object = {
-      {"format", kFormatTag},
-      {"dtype", std::string(format_info(c.dtype).name)},
-      {"batch", p.dims.batch},
-      {"q_heads", p.dims.q_heads},
-      {"kv_heads", p.dims.kv_heads},
-      {"q_len", p.dims.q_len},
-      {"kv_len", p.dims.kv_len},
-      {"d_k", p.dims.d_k},
-      {"d_v", p.dims.d_v},
-      {"scale", optional_number(p.scale)},
-      {"softcap", optional_number(p.softcap)},
-      {"causal", p.causal == Causal::none ? json(nullptr) : json(std::string(to_string(p.causal)))},
-      {"mask", p.mask_kind == MaskKind::none ? json(nullptr) : json(std::string(to_string(p.mask_kind)))},
-      {"provenance", c.provenance},
-  };
-  // Written only when there is one: a case without a window stays readable
-  // by attnspec versions from before windows.
-  if (p.window) object["window"] = window_json(p.window);
-  if (p.alibi) object["alibi"] = {{"alignment", std::string(to_string(p.alibi->alignment))}};
-  if (!p.sinks.empty()) object["sinks"] = true;
+  json object = option_fields(p);
+  object["format"] = kFormatTag;
+  object["dtype"] = std::string(format_info(c.dtype).name);
+  object["q_len"] = p.dims.q_len;
+  object["kv_len"] = p.dims.kv_len;
+  object["mask"] = p.mask_kind == MaskKind::none ? json(nullptr) : json(std::string(to_string(p.mask_kind)));
+  object["provenance"] = c.provenance;
   if (p.descales) object["descales"] = true;
   if (c.merge) {
     const MergeInput input = merge_input_of(p);  // std::invalid_argument for a problem of another form

@@ -37,6 +37,13 @@ Case load_case(const std::filesystem::path& directory);
 // inputs, never the real ones.
 void save_case(const Case& c, const std::filesystem::path& directory);
 
+// The case.json fields of a problem's shape and options, as written by
+// save_case: batch, q_heads, kv_heads, d_k, d_v, scale, softcap, causal,
+// and window, alibi, sinks where it has them. Not q_len, kv_len, mask or
+// descales, which the layouts of section 2.5 do not carry
+// (adapters/process/packed_case.hpp writes these fields too).
+nlohmann::json option_fields(const Problem& p);
+
 // Shapes of the arrays, as NPY shape lists.
 std::vector<std::size_t> out_shape(const Problem& p);  // [B, Hq, L, d_v]
 std::vector<std::size_t> lse_shape(const Problem& p);  // [B, Hq, L]

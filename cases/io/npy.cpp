@@ -178,9 +178,10 @@ NpyArray read_npy(const std::filesystem::path& path, const NpyReadOptions& optio
   std::uint64_t count = 1;
   bool too_many = false;
   for (std::size_t extent : array.shape)
-    too_many = too_many || __builtin_mul_overflow(count, static_cast<std::uint64_t>(extent), &count) ||
-               count > options.max_elements;
-  if (too_many)
+    too_many = too_many || __builtin_mul_overflow(count, static_cast<std::uint64_t>(extent), &count);
+  // The product, not a running one: [1, 0] holds nothing (a varlen lse
+  // with no rows).
+  if (too_many || count > options.max_elements)
     throw InputError(file, "shape", "holds more than " + std::to_string(options.max_elements) +
                                         " elements, the most an array may hold here (" + options.limit_reason + ")");
   const std::uint64_t data_start = header_start + header_length;

@@ -1,6 +1,6 @@
 // VAR: with iid N(0,1) query and key components the raw logits have
 // variance d_k and the scaled logits variance 1 (seeds 000 and 001). A
-// fixed-seed test at 99.9% confidence, on the definition and on the
+// fixed-seed test at the 1 - 1e-6 level, on the definition and on the
 // kernel's implied logits (spec/SPEC.md section 7).
 #include <cmath>
 #include <random>
@@ -12,7 +12,10 @@
 namespace attnspec {
 namespace {
 
-constexpr double kZ999 = 3.2905;  // two-sided 99.9% normal quantile
+// The two-sided normal quantile of level 1 - 1e-6. A run makes up to nine
+// tests, and sweeps run hundreds of seeds: at 99.9% (3.29) the quick
+// profile's seed 5 failed every correct kernel (z = 3.65, spec/SPEC.md VAR).
+constexpr double kZ = 4.8916;
 
 struct Moments {
   double variance = 0, standard_error = 0;
@@ -37,10 +40,10 @@ Moments moments(const std::vector<double>& x) {
 }
 
 std::string outside(const char* what, int d_k, const Moments& m, double expected) {
-  if (std::fabs(m.variance - expected) <= kZ999 * m.standard_error) return "";
+  if (std::fabs(m.variance - expected) <= kZ * m.standard_error) return "";
   std::ostringstream s;
   s << what << " at d_k = " << d_k << ": sample variance " << m.variance << ", expected " << expected
-    << " (99.9% interval +-" << kZ999 * m.standard_error << ")";
+    << " (1 - 1e-6 interval +-" << kZ * m.standard_error << ")";
   return s.str();
 }
 
@@ -118,7 +121,7 @@ ClauseOutcome check_var(PropertyContext& context) {
       return outcome;
     }
   }
-  outcome.reason = "3 statistical tests (d_k = 16, 64, 256), " + std::to_string(samples) + " samples each, 99.9% level";
+  outcome.reason = "3 statistical tests (d_k = 16, 64, 256), " + std::to_string(samples) + " samples each, level 1 - 1e-6";
   return outcome;
 }
 
