@@ -28,8 +28,9 @@ Problem probe_problem(const Capabilities& caps, FormatId input, int batch = 1) {
     for (std::size_t i = 0; i < n; ++i) values[i] = round_to_format(static_cast<double>((i * 7 + seed) % 9) / 4 - 1, input);
   };
   fill(p.q, p.rows() * p.dims.d_k, 1);
-  fill(p.k, static_cast<std::size_t>(p.dims.kv_heads) * p.dims.kv_len * p.dims.d_k, 2);
-  fill(p.v, static_cast<std::size_t>(p.dims.kv_heads) * p.dims.kv_len * p.dims.d_v, 3);
+  const auto keys = static_cast<std::size_t>(batch) * p.dims.kv_heads * p.dims.kv_len;
+  fill(p.k, keys * p.dims.d_k, 2);
+  fill(p.v, keys * p.dims.d_v, 3);
   return p;
 }
 
@@ -51,12 +52,15 @@ std::vector<Probe> layout_probes(const Capabilities& caps, FormatId input) {
     LayoutRecipe varlen{LayoutKind::varlen, {3, 1}, {5, 2}, 1, 1, 0, {}};
     list.push_back({"varlen batch, lengths (3, 5) and (1, 2)", two, varlen});
   }
+  // A kernel whose keys hold the queries' own (kv_len_at_least_q_len)
+  // appends one key per query.
+  const int appended = caps.kv_len_at_least_q_len ? two.dims.q_len : 1;
   if (caps.kv_cache) {
-    LayoutRecipe cache{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, 1, CacheLayout{0, 2, 0, {}}};
-    list.push_back({"KV cache of 5 and 3 keys, 1 appended", two, cache});
+    LayoutRecipe cache{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, appended, CacheLayout{0, 2, 0, {}}};
+    list.push_back({"KV cache of 5 and 3 keys, " + std::to_string(appended) + " appended", two, cache});
   }
   if (caps.paged_kv_cache) {
-    LayoutRecipe paged{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, 1, CacheLayout{2, 0, 1, {}}};
+    LayoutRecipe paged{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, appended, CacheLayout{2, 0, 1, {}}};
     for (int page = pool_pages(paged) - 1; page >= 0; --page) paged.cache.page_order.push_back(page);
     list.push_back({"paged KV cache, pages of 2 in reverse order", two, paged});
   }

@@ -62,7 +62,11 @@ async function handle(request, op, dtype) {
     const id = request.id;
     try {
       if (typeof request.case !== 'string') throw new Error('"case" must be a directory path');
-      const reason = await op.runCase(request.case, dtype);
+      // No "kind": a dense attnspec-case/1 case; else an attnspec-packed/1
+      // one, for the layouts the operator declares.
+      const run = request.kind === undefined ? op.runCase : op.packed && op.packed[request.kind];
+      if (!run) throw new Error(`this operator takes no ${JSON.stringify(request.kind)} cases (not declared)`);
+      const reason = await run(request.case, dtype);
       if (reason) reply({ id, ok: false, unsupported: true, error: reason });
       else reply({ id, ok: true });
     } catch (error) {

@@ -57,6 +57,16 @@ function ortBand(spec, causal, windowSize) {
   return (i, j) => !causal || (j <= i + diagonal && (windowSize < 0 || j > i + diagonal - windowSize));
 }
 
+// Whether ORT's {causal, windowSize} leave exactly the case's band.
+function sameBand(spec, candidate) {
+  const want = caseBand(spec);
+  const have = ortBand(spec, candidate.causal, candidate.windowSize);
+  for (let i = 0; i < spec.q_len; i++) {
+    for (let j = 0; j < spec.kv_len; j++) if (want(i, j) !== have(i, j)) return false;
+  }
+  return true;
+}
+
 // ORT's {causal, windowSize} that leave exactly the case's band, or null.
 function mapBand(spec) {
   const want = caseBand(spec);
@@ -267,9 +277,23 @@ function helloReply(dtype) {
       fully_masked_rows: false,
       kv_len_at_least_q_len: true,
       causal_windows_only: true,
+      // Its decode with past_key/past_value and seqlens_k (gqa_kv_cache.js);
+      // no paged cache, no variable-length packing.
+      kv_cache: true,
       max_elements: MAX_ELEMENTS,
     },
   };
 }
 
-module.exports = { runCase, helloReply, dtypes: ['float32', 'float16'], mapBand };
+module.exports = {
+  runCase,
+  // The layouts it takes (spec/SPEC.md section 8), by the run request's
+  // "kind"; required when first used (gqa_kv_cache.js requires this file).
+  packed: { kv_cache: (dir, dtype) => require('./gqa_kv_cache').runCacheCase(dir, dtype) },
+  helloReply,
+  dtypes: ['float32', 'float16'],
+  mapBand,
+  sameBand,
+  buildModel,
+  HEAD_SIZE_MULTIPLE,
+};

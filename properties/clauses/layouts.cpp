@@ -94,14 +94,22 @@ ClauseOutcome run_layout_property(PropertyContext& context, const LayoutBody& bo
 }
 
 // A KV cache recipe for p: entry b keeps all L queries and its drawn key
-// count, of which none, min(L, shortest) or one come as new keys.
-LayoutRecipe draw_cache_recipe(const Problem& p) {
+// count, of which none, min(L, shortest) or one come as new keys. A kernel
+// whose keys hold the new queries' own (kv_len_at_least_q_len: ONNX
+// Runtime's GroupQueryAttention appends one key per query) gets L new keys
+// and at least L keys per entry (p has S >= L for it); the same rolls are
+// drawn, so shrinking works alike.
+LayoutRecipe draw_cache_recipe(const Problem& p, const Capabilities& caps) {
   LayoutRecipe recipe;
   recipe.kind = LayoutKind::kv_cache;
   recipe.kv_lens = draw_lengths(p.dims.batch, p.dims.kv_len);
   const int new_roll = draw_in(0, 3);
   const int shortest = *std::min_element(recipe.kv_lens.begin(), recipe.kv_lens.end());
   recipe.new_len = new_roll == 0 ? 0 : new_roll == 1 ? std::min(shortest, p.dims.q_len) : std::min(shortest, 1);
+  if (caps.kv_len_at_least_q_len) {
+    for (int& n : recipe.kv_lens) n = std::max(n, p.dims.q_len);
+    recipe.new_len = p.dims.q_len;
+  }
   return recipe;
 }
 
@@ -156,7 +164,7 @@ ClauseOutcome check_kvcache(PropertyContext& context) {
     const int sequences = draw_in(1, kMostSequences);
     const bool decode = draw_in(0, 1) == 1;
     p = draw_problem(context.kernel, context.profile, layout_features(), layout_shape(sequences, decode));
-    recipe = draw_cache_recipe(p);
+    recipe = draw_cache_recipe(p, context.kernel.capabilities());
     recipe.cache.spare_slots = draw_in(0, 3);
     return judge_sequences(context.kernel, run_layout(context.kernel, p, recipe), stats);
   });
@@ -168,7 +176,7 @@ ClauseOutcome check_paged(PropertyContext& context) {
     const int sequences = draw_in(1, kMostSequences);
     const bool decode = draw_in(0, 1) == 1;
     p = draw_problem(context.kernel, context.profile, layout_features(), layout_shape(sequences, decode));
-    recipe = draw_cache_recipe(p);
+    recipe = draw_cache_recipe(p, context.kernel.capabilities());
     recipe.cache.page_size = kPageSizes[static_cast<std::size_t>(draw_in(0, static_cast<int>(kPageSizes.size()) - 1))];
     recipe.cache.spare_pages = draw_in(0, 3);
     // The pool's pages in an order drawn as one roll (0: in order), so that
