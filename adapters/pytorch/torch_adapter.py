@@ -12,7 +12,10 @@ the lse (adapters/pytorch/flex_mapping.py says how each maps onto its
 score_mod and block mask); or flash_attn: the flash_attn package's
 flash_attn_func (FlashAttention 2 >= 2.6, float16/bfloat16 on a GPU), which
 takes bottom-right causal masking, windows and ALiBi, softcap and returns
-the lse (adapters/pytorch/flash_attn_mapping.py). What the adapter declares follows the installed
+the lse (adapters/pytorch/flash_attn_mapping.py), and the layouts through
+flash_attn_varlen_func and flash_attn_with_kvcache (contiguous or paged
+caches; FlashAttention 2's pages are multiples of 256 rows, other page
+sizes are declined). What the adapter declares follows the installed
 version: an explicit scale from 2.1, bottom-right causal masks from 2.1
 (torch.nn.attention.bias), grouped-query heads from 2.5 (enable_gqa), and
 zeros for fully masked rows from 2.5. PyTorch refuses a mask together with
@@ -76,7 +79,10 @@ def flash_attn_hello(torch, args):
         "name": "flash_attn-%s-%s-%s" % (flash_attn.__version__, args.device, args.dtype),
         "formats": {"input": args.dtype, "accumulate": "float32", "output": args.dtype},
         "capabilities": {"causal": right, "window": right, "alibi": right, "gqa": True, "scale": True,
-                         "softcap": True, "dv_ne_dk": False, "lse": True, "fully_masked_rows": True},
+                         "softcap": True, "dv_ne_dk": False, "lse": True, "fully_masked_rows": True,
+                         # flash_attn_varlen_func and flash_attn_with_kvcache
+                         # (flash_attn_mapping.py); pages of 256k rows only.
+                         "varlen": True, "kv_cache": True, "paged_kv_cache": True},
     }
 
 
@@ -101,7 +107,42 @@ def hello(torch, args):
     }
 
 
-def run_case(torch, np, directory, args):
+class ToTensor:
+    """NumPy arrays to tensors of the adapter's dtype on its device
+    (integer ones, offsets and tables, keep their int32)."""
+
+    def __init__(self, torch, np, args):
+        self.torch, self.np, self.device = torch, np, args.device
+        self.dtype = getattr(torch, args.dtype)
+
+    def __call__(self, array, integer=False):
+        tensor = self.torch.from_numpy(self.np.ascontiguousarray(array)).to(self.device)
+        return tensor if integer else tensor.to(self.dtype)
+
+
+def run_packed(torch, np, directory, args, kind):
+    """An attnspec-packed/1 case (spec/SPEC.md section 8): the layouts, for
+    the flash_attn backend, which declares them."""
+    with open(os.path.join(directory, "case.json")) as f:
+        case = json.load(f)
+    if args.backend != "flash_attn" or kind not in ("varlen", "kv_cache"):
+        return {"ok": False, "error": "backend %s takes no %s cases (not declared)" % (args.backend, kind)}
+    from flash_attn_mapping import run_flash_attn_varlen, run_flash_attn_with_kvcache
+    run = run_flash_attn_varlen if kind == "varlen" else run_flash_attn_with_kvcache
+    with torch.no_grad():
+        result = run(torch, np, case, directory, ToTensor(torch, np, args))
+    if isinstance(result, str):
+        return {"ok": False, "unsupported": True, "error": result}
+    out, lse = result
+    carrier = np.float16 if args.dtype == "float16" else np.float32
+    np.save(os.path.join(directory, "out.npy"), out.astype(carrier))
+    np.save(os.path.join(directory, "lse.npy"), lse.astype(np.float64))
+    return {"ok": True}
+
+
+def run_case(torch, np, directory, args, kind="dense"):
+    if kind != "dense":
+        return run_packed(torch, np, directory, args, kind)
     with open(os.path.join(directory, "case.json")) as f:
         case = json.load(f)
     dtype = getattr(torch, args.dtype)
@@ -183,7 +224,7 @@ def main():
             reply = hello(torch, args)
         else:
             try:
-                reply = run_case(torch, np, request["case"], args)
+                reply = run_case(torch, np, request["case"], args, request.get("kind", "dense"))
             except Exception as error:  # reported for this case; the session goes on
                 reply = {"ok": False, "error": "%s: %s" % (type(error).__name__, error)}
             reply["id"] = request["id"]

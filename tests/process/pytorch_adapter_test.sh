@@ -32,3 +32,8 @@ trap 'rm -rf "$work"' EXIT
 "$ATTNSPEC" check-adapter "$adapter --dtype float16 --backend flash_attn"
 "$ATTNSPEC" run --kernel "$adapter --dtype float16 --backend flash_attn" --profile quick --save-failures "$work" \
   --clause WINDOW --clause ALIBI --clause SOFTCAP --clause LSE --clause CAUSAL --clause GQA --clause PREC
+# Its layouts: flash_attn_varlen_func and flash_attn_with_kvcache through
+# flash_attn_mapping.py (PAGED is INCOMPLETE: FlashAttention 2's pages are
+# multiples of 256 rows, and the draws' page sizes mostly are not).
+"$ATTNSPEC" run --kernel "$adapter --dtype float16 --backend flash_attn" --profile quick --save-failures "$work" \
+  --clause VARLEN --clause KVCACHE --clause SPLITKV

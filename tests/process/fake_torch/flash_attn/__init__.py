@@ -1,5 +1,6 @@
 """A stand-in for the flash_attn package (FlashAttention 2.6), in NumPy, for
-tests only: flash_attn_func as its docstring defines it. Layout [B, S, H,
+tests only: flash_attn_func, flash_attn_varlen_func and
+flash_attn_with_kvcache as their docstrings define them. Layout [B, S, H,
 d]; everything aligned bottom-right (off = S - L); key j visible to query i
 iff i + off - left <= j <= i + off + right (window_size, -1 unbounded;
 causal sets right to 0); score = softcap * tanh(q.k scale / softcap), then
@@ -17,7 +18,93 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     dtype = q.array.dtype
     if dtype not in (np.float16,):
         raise RuntimeError("FlashAttention only supports fp16 and bf16")
-    q, k, v = (np.swapaxes(t.array, 1, 2).astype(np.float64) for t in (q, k, v))  # to [B, H, S, d]
+    out, lse = _attend(q.array, k.array, v.array, softmax_scale, causal, window_size, softcap,
+                       None if alibi_slopes is None else alibi_slopes.array)
+    out = Tensor(out.astype(dtype))
+    return (out, Tensor(lse.astype(np.float32)), None) if return_attn_probs else out
+
+
+def _per_sequence_slopes(alibi_slopes, b):
+    if alibi_slopes is None:
+        return None
+    slopes = alibi_slopes.array
+    return slopes[b] if slopes.ndim == 2 else slopes
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                           deterministic=False, return_attn_probs=False, block_table=None):
+    """Packed rows [total, H, d]; sequence b is rows cu_seqlens[b] ..
+    cu_seqlens[b+1]-1, aligned bottom-right on its own lengths; lse
+    [H, total_q]."""
+    dtype = q.array.dtype
+    if dtype not in (np.float16,):
+        raise RuntimeError("FlashAttention only supports fp16 and bf16")
+    cu_q, cu_k = cu_seqlens_q.array, cu_seqlens_k.array
+    if cu_q.dtype != np.int32 or cu_k.dtype != np.int32:
+        raise RuntimeError("cu_seqlens_q must have dtype int32")
+    total_q, heads = q.array.shape[0], q.array.shape[1]
+    if cu_q[-1] != total_q:
+        raise RuntimeError("cu_seqlens_q[-1] must be the total number of query rows")
+    out = np.zeros((total_q, heads, v.array.shape[-1]))
+    lse = np.full((heads, total_q), -np.inf)
+    for b in range(len(cu_q) - 1):
+        rows, keys = slice(cu_q[b], cu_q[b + 1]), slice(cu_k[b], cu_k[b + 1])
+        o, l = _attend(q.array[None, rows], k.array[None, keys], v.array[None, keys], softmax_scale, causal,
+                       window_size, softcap, _per_sequence_slopes(alibi_slopes, b))
+        out[rows], lse[:, rows] = o[0], l[0]
+    out = Tensor(out.astype(dtype))
+    return (out, Tensor(lse.astype(np.float32)), None) if return_attn_probs else out
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None, rotary_sin=None, cache_seqlens=None,
+                            cache_batch_idx=None, cache_leftpad=None, block_table=None, softmax_scale=None,
+                            causal=False, window_size=(-1, -1), softcap=0.0, rotary_interleaved=True,
+                            alibi_slopes=None, num_splits=0, return_softmax_lse=False):
+    """q [B, L, H, d]; the new k, v [B, n, Hk, d] written into the cache in
+    place at cache_seqlens[b] (through block_table when paged, pages of a
+    multiple of 256 rows); sequence b attends its cache_seqlens[b] + n
+    keys, aligned bottom-right; lse [B, H, L]."""
+    dtype = q.array.dtype
+    if dtype not in (np.float16,):
+        raise RuntimeError("FlashAttention only supports fp16 and bf16")
+    seqlens = cache_seqlens.array
+    if seqlens.dtype != np.int32:
+        raise RuntimeError("cache_seqlens must have dtype int32")
+    paged = block_table is not None
+    if paged and k_cache.array.shape[1] % 256 != 0:
+        raise RuntimeError("Paged KV cache block size must be divisible by 256")
+    new = 0 if k is None else k.array.shape[1]
+
+    def slot(b, t):  # where slot t of sequence b lives in the cache
+        if not paged:
+            return b, t
+        page_size = k_cache.array.shape[1]
+        return block_table.array[b, t // page_size], t % page_size
+
+    batch = q.array.shape[0]
+    for b in range(batch):  # the in-place append
+        for t in range(new):
+            where = slot(b, seqlens[b] + t)
+            k_cache.array[where] = k.array[b, t]
+            v_cache.array[where] = v.array[b, t]
+    out = np.zeros(q.array.shape[:3] + (v_cache.array.shape[-1],))
+    lse = np.full((batch, q.array.shape[2], q.array.shape[1]), -np.inf)
+    for b in range(batch):
+        places = [slot(b, t) for t in range(seqlens[b] + new)]
+        keys = np.array([k_cache.array[p] for p in places]).reshape((-1,) + k_cache.array.shape[2:])
+        values = np.array([v_cache.array[p] for p in places]).reshape((-1,) + v_cache.array.shape[2:])
+        o, l = _attend(q.array[None, b], keys[None], values[None], softmax_scale, causal, window_size, softcap,
+                       _per_sequence_slopes(alibi_slopes, b))
+        out[b], lse[b] = o[0], l[0]
+    out = Tensor(out.astype(dtype))
+    return (out, Tensor(lse.astype(np.float32))) if return_softmax_lse else out
+
+
+def _attend(q, k, v, softmax_scale, causal, window_size, softcap, slopes):
+    """[B, S, H, d] arrays to the output [B, L, H, d] and lse [B, H, L] in
+    float64."""
+    q, k, v = (np.swapaxes(t, 1, 2).astype(np.float64) for t in (q, k, v))  # to [B, H, S, d]
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     B, H, L, S = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
@@ -26,8 +113,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     if softcap > 0:
         score = softcap * np.tanh(score / softcap)
     i, j = np.arange(L)[:, None] + (S - L), np.arange(S)[None, :]
-    if alibi_slopes is not None:
-        slopes = alibi_slopes.array
+    if slopes is not None:
         slopes = slopes[:, :, None, None] if slopes.ndim == 2 else slopes[None, :, None, None]
         score = score - slopes * np.abs(i - j)
     left, right = window_size
@@ -47,5 +133,4 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
             w = np.exp(x - top)
             out[row] = (w / w.sum()) @ v[row[0], row[1]][keys]
             lse[row] = top + np.log(w.sum())
-    out = Tensor(np.swapaxes(out, 1, 2).astype(dtype))
-    return (out, Tensor(lse.astype(np.float32)), None) if return_attn_probs else out
+    return np.swapaxes(out, 1, 2), lse
