@@ -73,7 +73,8 @@ struct Capabilities {
   // causal (a left side and right side 0: GroupQueryAttention's
   // local_window_size, Hugging Face's sliding_window) takes no other window.
   // Generators draw within them; a problem outside them is one the kernel
-  // cannot run (missing_capabilities).
+  // cannot run (missing_capabilities). In a KV cache (run_kv_cache) the
+  // first also means one new key per query: new_len = L.
   bool kv_len_at_least_q_len = false;
   bool causal_windows_only = false;
   // The layouts of spec/SPEC.md section 2.5 (Kernel::run_varlen,

@@ -7,11 +7,7 @@
 # Usage: tests/process/pytorch_adapter_test.sh SOURCE_DIR   (env: ATTNSPEC)
 set -euo pipefail
 source_dir="$1"
-python=""
-for candidate in /usr/bin/python3 python3; do
-  if "$candidate" -c "import numpy" 2>/dev/null; then python="$candidate"; break; fi
-done
-[ -n "$python" ] || { echo "no python3 with NumPy (scripts/install-deps.sh installs python3-numpy)"; exit 1; }
+source "$source_dir/tests/process/numpy_python.sh"
 adapter="cmd:PYTHONPATH=$source_dir/tests/process/fake_torch $python $source_dir/adapters/pytorch/torch_adapter.py"
 "$ATTNSPEC" check-adapter "$adapter --dtype float32 --backend math"
 work="$(mktemp -d)"
