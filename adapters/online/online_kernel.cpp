@@ -201,52 +201,72 @@ class OnlineKernel final : public Kernel {
 
   // Split-KV (FlashAttention's num_splits, FlashInfer's and vLLM's split
   // kernels): the keys in splits of tiles_.split_keys from key 0, each an
-  // online softmax of its own that yields a float32 partial output and lse
-  // per row, merged by the kernel's merge operator (SPEC 6.9, 6.10). A
-  // sink is one more part, of lse sigma and outputs 0 (SPEC 2.3), so it
-  // is in exactly one part.
+  // online softmax of its own that yields a float32 partial output, its
+  // running maximum and its sum per row, reduced as vLLM's paged attention
+  // v2 does (max_logits, exp_sums): weights exp(m_i - m) l_i over the
+  // largest maximum m. Merging through float32 lse instead (FlashAttention's
+  // combine, the kernel's own merge operator) rounds lse_i = m_i + log l_i
+  // to float32, an absolute error of u |lse_i| that becomes a relative
+  // error of each part's weight: with logits near 6000 (quick profile,
+  // seed 16) that kernel's error was 2.7 times the naive kernel's, and
+  // PRECREL failed it. A sink is one more part (maximum sigma, sum 1, no
+  // value, SPEC 2.3), so it is in exactly one part.
   template <class Rows, class Accumulate>
   void finish_splits(const Problem& p, int b, int h, int first, int last, int low, int high, float v_descale,
                      const Accumulate& accumulate, const Rows& source, KernelResult& result) const {
     const Dims& d = p.dims;
     const int split = tiles_.split_keys, rows = last - first;
-    MergeInput parts;
-    parts.rows = rows;
-    parts.d_v = d.d_v;
+    const auto dv = static_cast<std::size_t>(d.d_v);
+    // Per row: each part's maximum, sum and normalised float32 output.
+    struct Part {
+      float max, sum;
+      std::vector<float> out;
+    };
+    std::vector<std::vector<Part>> parts(static_cast<std::size_t>(rows));
     std::vector<char> nan_row(static_cast<std::size_t>(rows), 0);
     for (int split0 = low / split * split; split0 <= high; split0 += split) {
       std::vector<RowState> states(static_cast<std::size_t>(rows));
-      for (RowState& state : states) state.acc.assign(static_cast<std::size_t>(d.d_v), 0.0f);
+      for (RowState& state : states) state.acc.assign(dv, 0.0f);
       accumulate(states, std::max(split0, low), std::min(split0 + split - 1, high));
-      for (const RowState& state : states) {
+      for (std::size_t r = 0; r < states.size(); ++r) {
+        const RowState& state = states[r];
         // A NaN logit, or an infinite one (exp(inf - inf) is NaN), makes
         // the row NaN, as in one pass.
-        const float lse = state.max + std::log(state.sum);
-        if (state.nan_logit || (state.any_visible && std::isnan(lse)))
-          nan_row[static_cast<std::size_t>(&state - states.data())] = 1;
-        const bool seen = state.any_visible && !std::isnan(lse);
-        parts.lse.push_back(seen ? static_cast<double>(lse) : -INFINITY);
-        for (int t = 0; t < d.d_v; ++t)
-          parts.out.push_back(seen ? static_cast<double>(state.acc[static_cast<std::size_t>(t)] / (state.sum * weights_scale_)) : 0.0);
+        if (state.nan_logit || (state.any_visible && (std::isnan(state.sum) || std::isinf(state.max)))) nan_row[r] = 1;
+        if (!state.any_visible || nan_row[r]) continue;  // a part the row sees no key of adds nothing
+        Part part{state.max, state.sum, std::vector<float>(dv)};
+        for (std::size_t t = 0; t < dv; ++t) part.out[t] = state.acc[t] / (state.sum * weights_scale_);
+        parts[r].push_back(std::move(part));
       }
-      ++parts.parts;
     }
     const std::optional<double> sink = p.sink({b, h, first});
-    if (sink || parts.parts == 0) {  // the sink's part, or one empty part for rows that see no key
-      parts.lse.insert(parts.lse.end(), static_cast<std::size_t>(rows), sink ? static_cast<double>(static_cast<float>(*sink)) : -INFINITY);
-      parts.out.insert(parts.out.end(), static_cast<std::size_t>(rows) * static_cast<std::size_t>(d.d_v), 0.0);
-      ++parts.parts;
-    }
-    const KernelResult merged = merge_states<float>(parts, FormatId::float32, merge_bug_);
     for (int i = first; i < last; ++i) {
       const auto row = static_cast<std::size_t>(i - first);
       const std::size_t flat = source.out_row(h, i), lse_at = source.lse_index(h, i);
-      const bool nan = nan_row[row] != 0;
-      for (int t = 0; t < d.d_v; ++t)
-        result.out[flat * d.d_v + t] =
-            nan ? std::numeric_limits<double>::quiet_NaN()
-                : round_to_format(static_cast<double>(static_cast<float>(merged.out[row * d.d_v + t]) * v_descale), formats_.output);
-      result.lse[lse_at] = nan ? std::numeric_limits<double>::quiet_NaN() : merged.lse[row];
+      if (nan_row[row]) {
+        for (std::size_t t = 0; t < dv; ++t) result.out[flat * dv + t] = std::numeric_limits<double>::quiet_NaN();
+        result.lse[lse_at] = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
+      std::vector<Part>& row_parts = parts[row];
+      if (sink) row_parts.push_back({static_cast<float>(*sink), 1.0f, std::vector<float>(dv, 0.0f)});
+      if (row_parts.empty()) {  // no visible key, no sink
+        for (std::size_t t = 0; t < dv; ++t) result.out[flat * dv + t] = 0.0;
+        result.lse[lse_at] = -std::numeric_limits<double>::infinity();
+        continue;
+      }
+      float largest = kMinusInfinity;
+      for (const Part& part : row_parts) largest = std::max(largest, part.max);
+      float total = 0;
+      std::vector<float> out(dv, 0.0f);
+      for (const Part& part : row_parts) {
+        const float weight = std::exp(part.max - largest) * part.sum;
+        total += weight;
+        for (std::size_t t = 0; t < dv; ++t) out[t] += weight * part.out[t];
+      }
+      for (std::size_t t = 0; t < dv; ++t)
+        result.out[flat * dv + t] = round_to_format(static_cast<double>(out[t] / total * v_descale), formats_.output);
+      result.lse[lse_at] = static_cast<double>(largest + std::log(total));
     }
   }
 
