@@ -19,7 +19,7 @@ const std::array kBuiltins = {
     KernelEntry{"naive-f32", "textbook composition with Eigen, all in float32", make_naive_f32},
     KernelEntry{"online-f32", "tiled online softmax, float32 in and out, float32 accumulation", make_online_f32},
     KernelEntry{"online-f32-splitkv",
-                "online-f32 in split-KV mode: 64-key splits, float32 partial outputs and lse merged by its merge operator",
+                "online-f32 in split-KV mode: 64-key splits, float32 partial outputs reduced from their maxima and sums",
                 make_online_f32_splitkv},
     KernelEntry{"online-bf16", "tiled online softmax, bfloat16 in and out, float32 accumulation", make_online_bf16},
     KernelEntry{"online-f16", "tiled online softmax, float16 in and out, float32 accumulation", make_online_f16},

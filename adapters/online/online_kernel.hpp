@@ -15,8 +15,9 @@ namespace attnspec {
 struct TileSizes {
   int queries = 16;  // rows of Q per tile
   int keys = 32;     // rows of K and V per tile
-  // Split-KV: keys in splits of this many (a multiple of `keys`), merged
-  // through their lse by the kernel's merge operator; 0: one pass.
+  // Split-KV: keys in splits of this many (a multiple of `keys`), reduced
+  // from each split's maximum, sum and normalised output (vLLM's paged
+  // attention v2); 0: one pass.
   int split_keys = 0;
 };
 
@@ -40,7 +41,7 @@ std::unique_ptr<Kernel> make_online_f32_with_layout_bug(std::string name, Layout
 std::unique_ptr<Kernel> make_online_f32_with_merge_bug(std::string name, MergeBug bug);
 std::unique_ptr<Kernel> make_online_f32();
 // online-f32 in split-KV mode: 64-key splits of 32-key tiles, float32
-// partials merged by its merge operator. online-f32-splitkv.
+// partials reduced from their maxima and sums. online-f32-splitkv.
 std::unique_ptr<Kernel> make_online_f32_splitkv();
 std::unique_ptr<Kernel> make_online_bf16();
 std::unique_ptr<Kernel> make_online_f16();
