@@ -1,9 +1,9 @@
 // A kernel in another process, of any language, spoken to over the
 // attnspec-process/1 protocol (spec/SPEC.md section 8): one JSON object per
 // line on the adapter's stdin and stdout, cases passed as attnspec-case/1
-// directories, the layouts and merges as attnspec-packed/1 ones. A crash, a hang past the case timeout, garbage or a
-// malformed output fails that case with a message; the adapter is started
-// again for the next one.
+// directories, the layouts and merges as attnspec-packed/1 ones. A crash,
+// a hang past the case timeout, garbage or a malformed output fails that
+// case with a message; the adapter is started again for the next one.
 #pragma once
 
 #include <chrono>
