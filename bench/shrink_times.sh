@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # How long a failing run takes with shrinking on: every mutant kernel
 # through its intended clause in the given profile (default ci), wall time
-# and the shrunk counterexample's shape. Shrinking stops 10 s after the
-# first failure whatever the problem's size, so no row should exceed the
-# time to the first failure plus about 10 s plus one case.
+# and the shrunk counterexample's shape. Shrinking stops after 10 s of CPU
+# time from the first failure whatever the problem's size, so on an idle
+# machine no row should exceed the time to the first failure plus about
+# 10 s plus one case.
 # Usage: bench/shrink_times.sh [BUILD_DIR] [PROFILE]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

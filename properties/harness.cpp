@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <mutex>
 #include <numeric>
@@ -355,12 +356,21 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   params.maxSize = context.profile.max_size;
   params.disableShrinking = !context.shrink;
   rc::detail::TestMetadata metadata;
-  // Shrinking stops when its time budget is spent: the listener ends the
+  // Shrinking stops when its budget is spent: the listener ends the
   // search, and the smallest failure found so far is the counterexample.
+  // The budget is this process's CPU time, so that a loaded machine (a
+  // test run beside a sweep) shrinks as far as an idle one; the wall-clock
+  // cap bounds it where the work is elsewhere (a process adapter's child,
+  // whose time this process does not see).
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> first_failure;
-  const auto shrink_budget = std::chrono::seconds(10);
-  const auto budget_spent = [&] { return first_failure && Clock::now() - *first_failure > shrink_budget; };
+  std::clock_t first_failure_cpu = 0;
+  constexpr int kShrinkCpuSeconds = 10, kShrinkWallSeconds = 60;
+  const auto budget_spent = [&] {
+    if (!first_failure) return false;
+    const double cpu_seconds = static_cast<double>(std::clock() - first_failure_cpu) / CLOCKS_PER_SEC;
+    return cpu_seconds > kShrinkCpuSeconds || Clock::now() - *first_failure > std::chrono::seconds(kShrinkWallSeconds);
+  };
   ShrinkListener listener(budget_spent);
   const auto testable = [&] {
     if (budget_spent()) return;
@@ -405,7 +415,10 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
       ++outcome.judged_by_shape[static_cast<std::size_t>(classify_shape(drawn.dims))];
     }
     if (!failure.empty()) {
-      if (!first_failure) first_failure = Clock::now();
+      if (!first_failure) {
+        first_failure = Clock::now();
+        first_failure_cpu = std::clock();
+      }
       last_failure = drawn;
       last_message = failure;
       RC_FAIL(failure);
@@ -427,7 +440,8 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     outcome.status = Status::fail;
     outcome.cases = judged;
     outcome.counterexample = last_failure;
-    outcome.reason = last_message + " (shrinking stopped after " + std::to_string(shrink_budget.count()) + " s)";
+    outcome.reason = last_message + " (shrinking stopped: its budget of " + std::to_string(kShrinkCpuSeconds) +
+                     " s of CPU time or " + std::to_string(kShrinkWallSeconds) + " s in all was spent)";
   } else if (result->match(success)) {
     outcome.status = Status::pass;
     outcome.cases = success.numSuccess;

@@ -24,7 +24,7 @@ protocol in one way, so attnspec's handling of that failure can be checked.
   descendants   start helpers that outlive it (one with setsid, one a daemon
                 whose parent exited) and write their pids to --pidfile
 
---stderr-mb N writes N MB to stderr per case (with any fault).
+--stderr-kb N writes N kB to stderr per case (with any fault).
 --max-elements N declares that many logits (B Hq L S) at most in the hello.
 
 With --once FILE the fault happens only the first time (FILE remembers it),
@@ -77,7 +77,7 @@ def main():
     parser.add_argument("--fault", default="none")
     parser.add_argument("--once")
     parser.add_argument("--output", default="float32")
-    parser.add_argument("--stderr-mb", type=int, default=0)
+    parser.add_argument("--stderr-kb", type=int, default=0)
     parser.add_argument("--pidfile")
     parser.add_argument("--max-elements", type=int)
     args = parser.parse_args()
@@ -111,8 +111,8 @@ def main():
             case = json.load(f)
         shape = [case["batch"], case["q_heads"], case["q_len"], case["d_v"]]
         reply = {"id": request["id"], "ok": True}
-        for _ in range(args.stderr_mb):
-            sys.stderr.write("e" * 1023 + "\n" * 1 + ("x" * 1024) * 1023)
+        for _ in range(args.stderr_kb):
+            sys.stderr.write("e" * 1023 + "\n")
         sys.stderr.flush()
         if fault == "crash":
             sys.exit(3)
