@@ -365,11 +365,12 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   using Clock = std::chrono::steady_clock;
   std::optional<Clock::time_point> first_failure;
   std::clock_t first_failure_cpu = 0;
-  constexpr int kShrinkCpuSeconds = 10, kShrinkWallSeconds = 60;
+  const int shrink_cpu_seconds = context.shrink_cpu_seconds;
+  const int shrink_wall_seconds = std::max(60, 6 * shrink_cpu_seconds);
   const auto budget_spent = [&] {
     if (!first_failure) return false;
     const double cpu_seconds = static_cast<double>(std::clock() - first_failure_cpu) / CLOCKS_PER_SEC;
-    return cpu_seconds > kShrinkCpuSeconds || Clock::now() - *first_failure > std::chrono::seconds(kShrinkWallSeconds);
+    return cpu_seconds > shrink_cpu_seconds || Clock::now() - *first_failure > std::chrono::seconds(shrink_wall_seconds);
   };
   ShrinkListener listener(budget_spent);
   const auto testable = [&] {
@@ -440,8 +441,8 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     outcome.status = Status::fail;
     outcome.cases = judged;
     outcome.counterexample = last_failure;
-    outcome.reason = last_message + " (shrinking stopped: its budget of " + std::to_string(kShrinkCpuSeconds) +
-                     " s of CPU time or " + std::to_string(kShrinkWallSeconds) + " s in all was spent)";
+    outcome.reason = last_message + " (shrinking stopped: its budget of " + std::to_string(shrink_cpu_seconds) +
+                     " s of CPU time or " + std::to_string(shrink_wall_seconds) + " s in all was spent)";
   } else if (result->match(success)) {
     outcome.status = Status::pass;
     outcome.cases = success.numSuccess;

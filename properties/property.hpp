@@ -87,6 +87,10 @@ struct PropertyContext {
   // The shape classes this clause must judge at least one case of: the
   // profile's (expected_shapes_of); a clause that draws fewer narrows it.
   std::vector<ShapeClass> expected_shapes;
+  // Shrinking's budget in CPU seconds from the first failure (spec/SPEC.md
+  // section 7.1); tests that check how far shrinking gets raise it, so that
+  // a slow machine (or a sanitizer build) reaches the same counterexample.
+  int shrink_cpu_seconds = 10;
 };
 
 std::vector<ShapeClass> expected_shapes_of(const Profile& profile);

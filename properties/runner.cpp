@@ -110,7 +110,7 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       r.outcome.reason = lacking;
     } else {
       PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id), options.shrink,
-                              expected_shapes_of(profile)};
+                              expected_shapes_of(profile), options.shrink_cpu_seconds};
       // A property that lets an exception out (a kernel failing outside the
       // harness's loop) fails its own clause; the run goes on.
       try {

@@ -26,6 +26,7 @@ struct RunOptions {
   int shard_index = 0, shard_count = 1;    // clause i runs in shard i % count
   bool strict_determinism = false;         // DETERM differences fail the run
   bool shrink = true;                      // shrink counterexamples (slower on failures)
+  int shrink_cpu_seconds = 10;             // shrinking's budget per clause (60 s of wall time at most)
   bool allow_incomplete = false;           // INCOMPLETE clauses do not fail the run
 };
 
