@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "reference/certified.hpp"
+#include "reference/gradients.hpp"
 #include "reference/layouts.hpp"
 
 namespace attnspec::cli {
@@ -44,6 +45,7 @@ std::string case_name(const fs::path& case_dir) {
 
 struct Destination {
   fs::path out, lse, weights;
+  fs::path stem;  // FILE_dq.npy, FILE_dk.npy, ... for the gradients
 };
 
 Destination destination_for(const ReferenceArgs& args, const fs::path& case_dir) {
@@ -52,7 +54,7 @@ Destination destination_for(const ReferenceArgs& args, const fs::path& case_dir)
   else if (!args.out_dir.empty()) out = fs::path(args.out_dir) / case_name(case_dir) / "ref.npy";
   else out = case_dir / "ref.npy";
   const fs::path stem = out.parent_path() / out.stem();
-  return {out, fs::path(stem.string() + "_lse.npy"), fs::path(stem.string() + "_weights.npy")};
+  return {out, fs::path(stem.string() + "_lse.npy"), fs::path(stem.string() + "_weights.npy"), stem};
 }
 
 std::string describe(const Problem& p) {
@@ -178,6 +180,9 @@ int run_reference(const ReferenceArgs& args) {
     std::vector<std::size_t> shape_out = out_shape(item.problem), shape_lse = lse_shape(item.problem);
     const ReferenceResult result = item.layout ? laid_out_reference(item.problem, *item.layout, options, shape_out, shape_lse)
                                                : certified_attention(item.problem, options);
+    // A case with dO (spec/SPEC.md section 2.6) asks for its gradients too.
+    std::optional<GradientResult> gradients;
+    if (!item.problem.dout.empty()) gradients = certified_gradients(item.problem, {.target = *target});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     const Destination to = destination_for(args, item.directory);
@@ -188,6 +193,18 @@ int run_reference(const ReferenceArgs& args) {
       auto shape = lse_shape(item.problem);
       shape.push_back(static_cast<std::size_t>(item.problem.dims.kv_len));
       write_npy(to.weights, {NpyDtype::float64, shape, result.weights});
+    }
+    if (gradients) {
+      const Dims& d = item.problem.dims;
+      const auto B = static_cast<std::size_t>(d.batch), Hq = static_cast<std::size_t>(d.q_heads),
+                 Hkv = static_cast<std::size_t>(d.kv_heads), L = static_cast<std::size_t>(d.q_len),
+                 S = static_cast<std::size_t>(d.kv_len), dk = static_cast<std::size_t>(d.d_k),
+                 dv = static_cast<std::size_t>(d.d_v);
+      const std::string stem = to.stem.string();
+      write_npy(stem + "_dq.npy", {NpyDtype::float64, {B, Hq, L, dk}, gradients->dq});
+      write_npy(stem + "_dk.npy", {NpyDtype::float64, {B, Hkv, S, dk}, gradients->dk});
+      write_npy(stem + "_dv.npy", {NpyDtype::float64, {B, Hkv, S, dv}, gradients->dv});
+      if (!gradients->dsink.empty()) write_npy(stem + "_dsink.npy", {NpyDtype::float64, {Hq}, gradients->dsink});
     }
 
     std::string verdict;
@@ -204,8 +221,13 @@ int run_reference(const ReferenceArgs& args) {
       std::cout << item.directory.string() << " [" << format_info(*target).name << ", " << describe(item.problem)
                 << "]: " << result.out.size() << " outputs, " << result.lse.size() << " lse; " << s.refined_rows << "/"
                 << s.rows << " rows refined (" << s.start_precision_bits << " -> " << s.max_precision_bits
-                << " bits), " << s.exact_values << " exact; " << duration_text(seconds) << verdict << " -> " << to.out.string()
-                << "\n";
+                << " bits), " << s.exact_values << " exact; ";
+      if (gradients) {
+        const GradientStats& g = gradients->stats;
+        std::cout << "gradients: " << g.values << " values, " << g.refined_values << " refined (up to "
+                  << g.max_precision_bits << " bits), " << g.exact_values << " exact; ";
+      }
+      std::cout << duration_text(seconds) << verdict << " -> " << to.out.string() << "\n";
     }
   }
   return status;
@@ -223,7 +245,9 @@ Command add_reference_command(CLI::App& app) {
       "section 5), and prints a one-line summary. A laid-out case (\"layout\", spec/SPEC.md section 2.5)\n"
       "gets its sequences' results in the layout's arrangement, as a kernel returns them: varlen\n"
       "ref.npy [rows,Hq,dv] and ref_lse.npy [Hq,rows] (padding rows NaN); KV caches [B,L,Hq,dv] and\n"
-      "[B,Hq,L]. A case with expected.json (the golden cases) is also\n"
+      "[B,Hq,L]. A case with dO (\"backward\": true, dout.npy; spec/SPEC.md section 2.6) also gets\n"
+      "its certified gradients: ref_dq.npy [B,Hq,L,dk], ref_dk.npy [B,Hkv,S,dk], ref_dv.npy\n"
+      "[B,Hkv,S,dv] and, with sinks, ref_dsink.npy [Hq]. A case with expected.json (the golden cases) is also\n"
       "compared with it bit for bit; a mismatch gives exit status 1. Bad input gives exit status 2,\n"
       "with the file and field named, and writes nothing.\n\n"
       "Example: attnspec reference cases/golden/seed_matrix --format bfloat16 --out-dir /tmp/ref");

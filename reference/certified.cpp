@@ -13,6 +13,7 @@
 
 #include "reference/exact_row.hpp"
 #include "reference/multiprecision.hpp"
+#include "reference/row_exponentials.hpp"
 
 namespace attnspec {
 namespace {
@@ -28,43 +29,14 @@ struct RowIntervals {
   std::optional<std::size_t> heavier_key;
 };
 
-// Softcapped difference c*tanh(a) - c*tanh(b) with a = s*d_j/c, b = s*d_r/c.
-// For moderate arguments tanh(a) - tanh(b) = sinh(a-b) / (cosh a cosh b)
-// avoids the cancellation of two nearly equal tanh values; for huge ones
-// cosh overflows and tanh is saturated anyway, so subtract directly.
-Interval capped_difference(const Interval& scale, const Interval& cap, const Real& dot_j,
-                           const Real& dot_r) {
-  const Interval a = scale * enclose(dot_j) / cap;
-  const Interval b = scale * enclose(dot_r) / cap;
-  const Interval a_minus_b = scale * enclose_difference(dot_j, dot_r) / cap;
-  const double limit = 64;  // cosh(64) ~ e^64: cheap; beyond, tanh is saturated to 2^-180
-  if (abs(upper(a)) < limit && abs(upper(b)) < limit && abs(lower(a)) < limit && abs(lower(b)) < limit)
-    return cap * sinh(a_minus_b) / (cosh(a) * cosh(b));
-  return cap * (tanh(a) - tanh(b));
-}
-
 RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights, const std::vector<char>& wanted_column) {
   const std::size_t n = row.visible.size(), groups = row.representative.size();
-  const std::size_t r = row.reference_key;
-  const Interval scale = p.scale ? Interval(*p.scale) : Interval(1) / sqrt(Interval(p.dims.d_k));
-  const std::optional<Interval> cap = p.softcap ? std::optional<Interval>(Interval(*p.softcap)) : std::nullopt;
-
-  // u_g = exp(x_g - x_r) for each group of equal logits, from exact differences.
-  std::vector<Interval> u(groups);
-  Interval sum_u = 0;
-  for (std::size_t g = 0; g < groups; ++g) {
-    const std::size_t j = row.representative[g];
-    Interval delta = cap ? capped_difference(scale, *cap, row.dot[j], row.dot[r])
-                         : scale * enclose_difference(row.dot[j], row.dot[r]);
-    delta += enclose_difference(row.additive[j], row.additive[r]);
-    u[g] = exp(delta);
-    sum_u += u[g] * Interval(row.group_size[g]);
-  }
+  const RowExponentials exponentials = row_exponentials(p, row);
+  const std::vector<Interval>& u = exponentials.per_group;
+  const Interval& sum_u = exponentials.sum;
 
   RowIntervals result;
-  for (std::size_t g = 0; g < groups; ++g)
-    if (lower(u[g]) > 1 && (!result.heavier_key || lower(u[g]) > lower(u[row.group_of[*result.heavier_key]])))
-      result.heavier_key = row.representative[g];
+  result.heavier_key = exponentials.heavier_key;
   if (want_weights) {
     result.weights.resize(n);
     for (std::size_t j = 0; j < n; ++j) result.weights[j] = u[row.group_of[j]] / sum_u;
@@ -80,9 +52,7 @@ RowIntervals evaluate(const Problem& p, const ExactRow& row, bool want_weights, 
     }
     result.out[static_cast<std::size_t>(t)] = numerator / sum_u;
   }
-  Interval x_r = scale * enclose(row.dot[r]);
-  if (cap) x_r = *cap * tanh(x_r / *cap);
-  result.lse = x_r + enclose(row.additive[r]) + log(sum_u);
+  result.lse = reference_logit(p, row) + log(sum_u);
   return result;
 }
 

@@ -154,45 +154,63 @@ ExactRow prepare_row(const Problem& p, RowIndex r) {
   return row;
 }
 
+std::optional<Rational> rational_scale(const Problem& p) {
+  const ScaleKind scale = scale_kind(p);
+  if (scale.explicit_scale) return exact_rational(*scale.explicit_scale);
+  if (scale.inverse_integer) return Rational(1) / Rational(*scale.inverse_integer);
+  return std::nullopt;
+}
+
+LogitClasses exact_logit_classes(const Problem& p, const ExactRow& row) {
+  // Without softcap and with a rational scale the logits are rational and
+  // are compared as such (scaled by r when the scale is 1/r). Otherwise two
+  // logits are equal iff their dot products and mask values are (an
+  // irrational scale, or tanh, cannot cancel a rational difference). Either
+  // way, without softcap the key is linear in the logit.
+  const ScaleKind scale = scale_kind(p);
+  const bool rational_logits = !p.softcap && (scale.explicit_scale || scale.inverse_integer);
+  const std::size_t n = row.visible.size();
+  LogitClasses classes;
+  classes.keys_add_like_logits = !p.softcap;
+  std::vector<LogitKey> key(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    const Rational d = exact_rational(row.dot[j]);
+    const Rational m = exact_rational(row.additive[j]);
+    if (!rational_logits) {
+      key[j] = {d, m};
+    } else if (scale.explicit_scale) {
+      key[j] = {exact_rational(*scale.explicit_scale) * d + m, Rational(0)};
+    } else {
+      key[j] = {d + Rational(*scale.inverse_integer) * m, Rational(0)};
+    }
+  }
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+  classes.of.assign(n, 0);
+  for (std::size_t idx = 0; idx < n; ++idx) {
+    const std::size_t j = order[idx];
+    if (idx == 0 || key[j] != key[order[idx - 1]]) {
+      classes.key.push_back(key[j]);
+      classes.size.push_back(0);
+    }
+    classes.of[j] = classes.key.size() - 1;
+    ++classes.size.back();
+  }
+  return classes;
+}
+
 ExactForms exact_forms(const Problem& p, const ExactRow& row) {
   ExactForms forms;
   forms.out.resize(static_cast<std::size_t>(p.dims.d_v));
   const std::size_t n = row.visible.size();
   if (n == 0 || row.nonfinite_logits) return forms;
 
-  // Keys with equal logits. Without softcap and with a rational scale the
-  // logits are rational and are compared as such (scaled by r when the scale
-  // is 1/r). Otherwise two logits are equal iff their dot products and mask
-  // values are (an irrational scale, or tanh, cannot cancel a rational
-  // difference).
   const ScaleKind scale = scale_kind(p);
   const bool rational_logits = !p.softcap && (scale.explicit_scale || scale.inverse_integer);
-  std::vector<Rational> key(n), mask_key(n);
-  for (std::size_t j = 0; j < n; ++j) {
-    const Rational d = exact_rational(row.dot[j]);
-    const Rational m = exact_rational(row.additive[j]);
-    if (!rational_logits) {
-      key[j] = d;
-      mask_key[j] = m;
-    } else if (scale.explicit_scale) {
-      key[j] = exact_rational(*scale.explicit_scale) * d + m;
-    } else {
-      key[j] = d + Rational(*scale.inverse_integer) * m;
-    }
-  }
-  std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (key[a] != key[b]) return key[a] < key[b];
-    return mask_key[a] < mask_key[b];
-  });
-  std::vector<std::vector<std::size_t>> groups;
-  for (std::size_t idx = 0; idx < n; ++idx) {
-    const std::size_t j = order[idx];
-    if (idx == 0 || key[j] != key[order[idx - 1]] || mask_key[j] != mask_key[order[idx - 1]])
-      groups.emplace_back();
-    groups.back().push_back(j);
-  }
+  const LogitClasses classes = exact_logit_classes(p, row);
+  std::vector<std::vector<std::size_t>> groups(classes.size.size());
+  for (std::size_t j = 0; j < n; ++j) groups[classes.of[j]].push_back(j);
 
   if (groups.size() == 1) forms.weight = Rational(1) / Rational(static_cast<long>(n));
 

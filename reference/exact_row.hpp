@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "reference/multiprecision.hpp"
@@ -47,6 +48,26 @@ ExactRow prepare_row(const Problem& p, RowIndex r);
 // The exact dot product of two double vectors, at a precision that covers
 // the whole exponent span of the products; NaN if an input is not finite.
 Real exact_dot(std::span<const double> a, std::span<const double> b);
+
+// A logit's exact identity: (r * x, 0) when the logits are rational (scale
+// 1/r or an explicit one, no softcap), else (q . k, mask + bias).
+using LogitKey = std::pair<Rational, Rational>;
+
+// A row's visible keys (the sink included) by exactly equal logits.
+struct LogitClasses {
+  std::vector<std::size_t> of;   // per visible key: its class
+  std::vector<LogitKey> key;     // per class, ascending
+  std::vector<long> size;        // per class
+  // Without softcap keys are linear in the logits: x_a + x_b = x_c + x_d
+  // iff key_a + key_b = key_c + key_d (the backward's pair sums need it).
+  bool keys_add_like_logits = false;
+};
+
+LogitClasses exact_logit_classes(const Problem& p, const ExactRow& row);
+
+// The scale as an exact rational: an explicit scale, or 1/sqrt(d_k) for a
+// perfect square d_k; nullopt when it is irrational.
+std::optional<Rational> rational_scale(const Problem& p);
 
 struct ExactForms {
   std::optional<Rational> weight;            // the common weight 1/n of every visible key

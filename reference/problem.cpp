@@ -226,6 +226,10 @@ std::vector<std::string> validate(const Problem& p) {
   sized(p.q, p.rows() * d.d_k, "q");
   sized(p.k, static_cast<std::size_t>(d.batch) * d.kv_heads * S * d.d_k, "k");
   sized(p.v, static_cast<std::size_t>(d.batch) * d.kv_heads * S * d.d_v, "v");
+  if (!p.dout.empty()) {
+    sized(p.dout, p.rows() * d.d_v, "dout");
+    if (p.descales) errors.push_back("dout: a backward problem carries no descale factors (spec/SPEC.md section 2.6)");
+  }
   if (p.mask_kind == MaskKind::none) {
     if (!p.mask.empty()) errors.push_back("mask: values given but mask kind is none");
   } else {

@@ -121,6 +121,9 @@ struct Problem {
   std::vector<double> k;     // [B, Hkv, S, d_k]
   std::vector<double> v;     // [B, Hkv, S, d_v]
   std::vector<double> mask;  // [mask_batch, mask_heads, L, S]; bool: 1 attend, 0 block
+  // The loss's gradient with respect to the output (spec/SPEC.md section
+  // 2.6), for the backward pass; empty: a forward-only problem.
+  std::vector<double> dout;  // [B, Hq, L, d_v]
 
   // The kv head that query head h reads: h / (Hq / Hkv).
   int kv_head_of(int q_head) const { return q_head / (dims.q_heads / dims.kv_heads); }

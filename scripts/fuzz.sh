@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang, ASan+UBSan) in build-fuzz/ and
-# runs each one after the other for a fixed time on a fresh copy of its seed
+# runs each for a fixed time, as many at once as there are cores, on a fresh copy of its seed
 # corpus (fuzz/corpus/<target>, never written to), replaying any saved
 # reproducers in fuzz/regressions/<target> first. Prints the executions per
 # target and a summary table; exits 1 on any crash, leak, timeout or OOM,
@@ -20,38 +20,61 @@ cmake -S "$root/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="${CXX_FUZZ:-clang++}" >"
 cmake --build "$build" -j "$jobs"
 echo "fuzz: build took $(( $(date +%s) - start )) s"
 
-summary=()
-failed=0
-for t in "${targets[@]}"; do
-  work="$build/corpus/$t" artifacts="$build/artifacts/$t/" log="$build/$t.log"
-  scratch="$build/tmp/$t"  # the targets' scratch directories (libFuzzer may exit without atexit)
+# One target: its report lines go to $build/$t.report and its summary row
+# to $build/$t.row (targets run side by side, one per core).
+fuzz_one() {
+  local t="$1"
+  local work="$build/corpus/$t" artifacts="$build/artifacts/$t/" log="$build/$t.log"
+  local scratch="$build/tmp/$t"  # the target's scratch directory (libFuzzer may exit without atexit)
   rm -rf "$work" "$artifacts" "$scratch"
   mkdir -p "$work" "$artifacts" "$scratch"
   cp -R "$root/fuzz/corpus/$t/." "$work/"
-  dirs=("$work")
+  local dirs=("$work")
   [ -d "$root/fuzz/regressions/$t" ] && dirs+=("$root/fuzz/regressions/$t")
-  echo "== fuzz $t for ${seconds} s (log: $log)"
-  status=0
-  TMPDIR="$scratch" "$build/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$artifacts" "${dirs[@]}" >"$log" 2>&1 || status=$?
-  rm -rf "$scratch"
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1) || true
-  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1) || true
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2) || true
-  result=ok
-  if [ "$status" -ne 0 ]; then
-    failed=1
-    result="FAIL($status)"
-    grep -E '^==[0-9]+==ERROR|^SUMMARY|runtime error|unexpected exception|ALARM|out-of-memory|deadly signal' "$log" | head -5 || true
-    grep -E 'Test unit written to|^artifact_prefix' "$log" || echo "fuzz: no reproducer written; see $log"
-    for unit in "$artifacts"*; do  # a saved regression that still fails: name it
-      for known in "$root/fuzz/regressions/$t"/*; do
-        [ -f "$unit" ] && [ -f "$known" ] && cmp -s "$unit" "$known" && echo "fuzz: known regression $known still fails"
+  {
+    echo "== fuzz $t for ${seconds} s (log: $log)"
+    local status=0
+    TMPDIR="$scratch" "$build/${t}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$artifacts" "${dirs[@]}" >"$log" 2>&1 || status=$?
+    rm -rf "$scratch"
+    local execs rate cov result=ok
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1) || true
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1) || true
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2) || true
+    if [ "$status" -ne 0 ]; then
+      result="FAIL($status)"
+      grep -E '^==[0-9]+==ERROR|^SUMMARY|runtime error|unexpected exception|ALARM|out-of-memory|deadly signal' "$log" | head -5 || true
+      grep -E 'Test unit written to|^artifact_prefix' "$log" || echo "fuzz: no reproducer written; see $log"
+      for unit in "$artifacts"*; do  # a saved regression that still fails: name it
+        for known in "$root/fuzz/regressions/$t"/*; do
+          [ -f "$unit" ] && [ -f "$known" ] && cmp -s "$unit" "$known" && echo "fuzz: known regression $known still fails"
+        done
       done
-    done
+    fi
+    echo "$t: ${execs:-?} executions, ${rate:-?} exec/s, coverage ${cov:-?}, $result"
+    printf '%-14s %12s %9s %6s  %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$result" >"$build/$t.row"
+  } >"$build/$t.report" 2>&1
+}
+
+running=0
+for t in "${targets[@]}"; do
+  rm -f "$build/$t.row" "$build/$t.report"
+  fuzz_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
   fi
-  echo "$t: ${execs:-?} executions, ${rate:-?} exec/s, coverage ${cov:-?}, $result"
-  summary+=("$(printf '%-14s %12s %9s %6s  %s' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$result")")
+done
+wait
+
+summary=()
+failed=0
+for t in "${targets[@]}"; do
+  cat "$build/$t.report"
+  row="$(cat "$build/$t.row" 2>/dev/null || printf '%-14s %12s %9s %6s  %s' "$t" ? ? ? "FAIL(no result)")"
+  case "$row" in *FAIL*) failed=1 ;; esac
+  summary+=("$row")
 done
 
 echo "== fuzz summary (${seconds} s per target)"

@@ -58,6 +58,9 @@ def build_parser():
     p.add_argument("--format", required=True, choices=list(FORMATS), help="target number format")
     p.add_argument("--ref", required=True, metavar="FILE", help="the reference output, <f8 [B,Hq,L,d_v]")
     p.add_argument("--ref-lse", metavar="FILE", help="the reference lse, <f8 [B,Hq,L]")
+    p.add_argument("--gradients", action="store_true",
+                   help="also compare the gradients of a case with dout.npy (SPEC.md section 2.6): "
+                        "FILE_dq.npy, FILE_dk.npy, FILE_dv.npy and, with sinks, FILE_dsink.npy beside --ref FILE.npy")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
@@ -74,6 +77,9 @@ def build_parser():
     p.add_argument("--count", type=int, required=True, metavar="N", help="number of cases")
     p.add_argument("--layouts", type=int, default=0, metavar="N",
                    help="also N laid-out cases (varlen, KV caches, paged), after the COUNT dense ones")
+    p.add_argument("--backward", type=int, default=0, metavar="N",
+                   help="also N dense cases with dout.npy (\"backward\": true, SPEC.md section 2.6), after the "
+                        "laid-out ones, each decidable in every format for the gradients too")
     p.add_argument("--seed", type=int, required=True, metavar="S", help="random seed")
     p.set_defaults(func=cmd_random)
     return parser

@@ -124,6 +124,12 @@ TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
   c.layout = LayoutRecipe{LayoutKind::kv_cache, {}, {3, 4}, 0, 0, 1, CacheLayout{4, 0, 1, {}}};
   save_case(c, dir_);
   const nlohmann::json cache = read_json();
+  // dO goes with neither a layout nor descales: saved apart too.
+  c.layout.reset();
+  c.problem.dout.assign(c.problem.out_size(), 0.5);
+  save_case(c, dir_);
+  const nlohmann::json backward = read_json();
+  c.problem.dout.clear();
   Case merge_case;
   merge_case.problem = merge_as_attention(MergeInput{1, 2, 1, {0.5, 0}, {1.5, -INFINITY}});
   merge_case.merge = true;
@@ -133,7 +139,10 @@ TEST_F(CaseIo, SchemaListsWhatTheReaderTakes) {
   every.insert("layout");
   std::set<std::string> laid_out = every;
   every.insert("merge");
+  every.insert("backward");
   laid_out.erase("descales");  // "mask" stays, as null
+  EXPECT_TRUE(backward.contains("backward"));
+  EXPECT_FALSE(backward.contains("descales"));
   EXPECT_EQ(keys(varlen), laid_out);
   EXPECT_EQ(every, keys(schema.at("properties")));
   EXPECT_EQ(keys(without_window), required);
@@ -294,6 +303,58 @@ TEST_F(CaseIo, BadSinksAreNamed) {
   j["sinks"] = false;
   write_json(j);
   expect_error("sinks.npy", "", "no \"sinks\": true");
+}
+
+TEST_F(CaseIo, DoutRoundTrips) {
+  Case original = sample_case();  // float16, [B, Hq, L, d_v] = [2, 4, 3, 3]
+  std::mt19937_64 random(12);
+  original.problem.dout.resize(original.problem.out_size());
+  for (double& x : original.problem.dout) x = testing::random_value(random, FormatId::float16);
+  original.problem.dout[5] = NAN;  // non-finite dO is an input like any other (SPEC 2.6)
+  save_case(original, dir_);
+  EXPECT_EQ(read_json()["backward"], true);
+  const Case loaded = load_case(dir_);
+  ASSERT_EQ(loaded.problem.dout.size(), original.problem.dout.size());
+  for (std::size_t i = 0; i < loaded.problem.dout.size(); ++i)
+    EXPECT_TRUE(same_value(loaded.problem.dout[i], original.problem.dout[i])) << i;
+  original.problem.dout.clear();
+  save_case(original, dir_);
+  EXPECT_FALSE(fs::exists(dir_ / "dout.npy"));
+  EXPECT_TRUE(load_case(dir_).problem.dout.empty());
+}
+
+TEST_F(CaseIo, BadDoutIsNamed) {
+  Case c = sample_case();
+  c.problem.dout.assign(c.problem.out_size(), 1.0);
+  save_case(c, dir_);
+  const nlohmann::json good = read_json();
+  nlohmann::json j = good;
+  j["backward"] = 1;
+  write_json(j);
+  expect_error("case.json", "backward", "true, false or null");
+  write_json(good);
+  write_npy(dir_ / "dout.npy", {NpyDtype::float64, {2, 4, 3, 2}, std::vector<double>(48, 1.0)});
+  expect_error("dout.npy", "shape", "[2, 4, 3, 3]");
+  std::vector<double> values(72, 1.0);
+  values[7] = 0.1;  // not a float16 value
+  write_npy(dir_ / "dout.npy", {NpyDtype::float64, {2, 4, 3, 3}, values});
+  expect_error("dout.npy", "values", "flat index 7");
+  j = good;
+  j["backward"] = false;
+  write_json(j);
+  expect_error("dout.npy", "", "no \"backward\": true");
+  j = good;
+  j["descales"] = true;
+  write_json(j);
+  expect_error("case.json", "backward", "no descale factors");
+  j = good;
+  j["mask"] = nullptr;
+  j["layout"] = {{"kind", "varlen"}, {"q_lens", {1, 2}}, {"kv_lens", {3, 4}}, {"padding_q_rows", 0},
+                 {"padding_k_rows", 0}};
+  write_json(j);
+  fs::remove(dir_ / "mask.npy");
+  write_npy(dir_ / "dout.npy", {NpyDtype::float64, {2, 4, 3, 3}, std::vector<double>(72, 1.0)});
+  expect_error("case.json", "backward", "dense problems only");
 }
 
 // Factors per (batch, kv head) of the sample's [B, Hkv] = [2, 2]: a power

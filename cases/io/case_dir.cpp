@@ -33,7 +33,7 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields = {"format", "dtype",   "batch",   "q_heads", "kv_heads",
                                                "kv_len", "q_len",   "d_k",     "d_v",     "scale",
                                                "softcap", "causal", "window",  "alibi",
-                                               "sinks",   "descales", "mask",  "layout", "merge", "provenance"};
+                                               "sinks",   "descales", "backward", "mask", "layout", "merge", "provenance"};
   return fields;
 }
 
@@ -247,23 +247,21 @@ Case load_case(const fs::path& directory) {
   p.causal = causal == "top_left" ? Causal::top_left : causal == "bottom_right" ? Causal::bottom_right : Causal::none;
   p.window = read_window(object, json_file);
   p.alibi = read_alibi_field(object, json_file);
-  // "sinks": absent, null or false (none), or true (sinks.npy holds them).
-  bool sinks = false;
-  if (object.contains("sinks") && !object["sinks"].is_null()) {
-    if (!object["sinks"].is_boolean()) fields.fail("sinks", "expected true, false or null, got " + object["sinks"].dump());
-    sinks = object["sinks"].get<bool>();
-  }
-  // "descales": the same, with q_descale.npy, k_descale.npy, v_descale.npy.
-  bool descales = false;
-  if (object.contains("descales") && !object["descales"].is_null()) {
-    if (!object["descales"].is_boolean())
-      fields.fail("descales", "expected true, false or null, got " + object["descales"].dump());
-    descales = object["descales"].get<bool>();
-    if (descales && format_info(c.dtype).precision > 29)
+  // Optional flags: absent, null or false, or true (their files hold the data).
+  const auto flag = [&](const char* name) {
+    if (!object.contains(name) || object[name].is_null()) return false;
+    if (!object[name].is_boolean()) fields.fail(name, "expected true, false or null, got " + object[name].dump());
+    return object[name].get<bool>();
+  };
+  const bool sinks = flag("sinks");        // sinks.npy
+  const bool descales = flag("descales");  // q_descale.npy, k_descale.npy, v_descale.npy
+  const bool backward = flag("backward");  // dout.npy
+  if (descales && format_info(c.dtype).precision > 29)
       fields.fail("descales", "true with dtype " + std::string(format_info(c.dtype).name) +
                                   ": descales need inputs of at most 29 significant bits (an fp8, 16-bit or float32 "
                                   "dtype), whose products with float32 factors are binary64 numbers (SPEC 2.4)");
-  }
+  if (backward && descales)
+    fields.fail("backward", "true with descales: a backward problem carries no descale factors (SPEC 2.6)");
   const std::string mask = fields.choice("mask", {"bool", "additive"}, true);
   p.mask_kind = mask == "bool" ? MaskKind::boolean : mask == "additive" ? MaskKind::additive : MaskKind::none;
   const json& provenance = fields.required("provenance");
@@ -280,6 +278,13 @@ Case load_case(const fs::path& directory) {
   check_representable(directory / "q.npy", p.q, c.dtype);
   check_representable(directory / "k.npy", p.k, c.dtype);
   check_representable(directory / "v.npy", p.v, c.dtype);
+  const fs::path dout_path = directory / "dout.npy";
+  if (!backward) {
+    if (fs::exists(dout_path)) throw InputError(dout_path.string(), "", "present, but case.json has no \"backward\": true");
+  } else {
+    p.dout = load_array(dout_path, NpyDtype::float64, {B, Hq, L, Dv}).values;
+    check_representable(dout_path, p.dout, c.dtype);
+  }
 
   const fs::path slopes_path = directory / "alibi_slopes.npy";
   if (!p.alibi) {
@@ -373,6 +378,8 @@ Case load_case(const fs::path& directory) {
     if (!merge.is_boolean()) fields.fail("merge", "expected true, false or null, got " + merge.dump());
     c.merge = merge.get<bool>();
   }
+  if (backward && (c.merge || (object.contains("layout") && !object["layout"].is_null())))
+    fields.fail("backward", "true in a merge or laid-out case: gradients are defined for dense problems only");
   if (c.merge) {
     if (object.contains("layout") && !object["layout"].is_null())
       fields.fail("merge", "a merge case has no layout");
@@ -433,6 +440,7 @@ void save_case(const Case& c, const fs::path& directory) {
   object["mask"] = p.mask_kind == MaskKind::none ? json(nullptr) : json(std::string(to_string(p.mask_kind)));
   object["provenance"] = c.provenance;
   if (p.descales) object["descales"] = true;
+  if (!p.dout.empty()) object["backward"] = true;
   if (c.merge) {
     const MergeInput input = merge_input_of(p);  // std::invalid_argument for a problem of another form
     if (const std::string error = validate(input); !error.empty()) throw InputError(directory.string(), "merge", error);
@@ -469,6 +477,8 @@ void save_case(const Case& c, const fs::path& directory) {
                  p.alibi->per_batch ? std::vector<std::size_t>{B, Hq} : std::vector<std::size_t>{Hq},
                  p.alibi->slopes});
     if (!p.sinks.empty()) write_npy(staging / "sinks.npy", {NpyDtype::float64, {Hq}, p.sinks});
+    if (!p.dout.empty())
+      write_npy(staging / "dout.npy", {NpyDtype::float64, {B, Hq, L, static_cast<std::size_t>(p.dims.d_v)}, p.dout});
     if (p.descales) {
       const auto arrays = descale_factors(*p.descales);
       for (std::size_t i = 0; i < kDescaleFiles.size(); ++i)

@@ -31,8 +31,8 @@ struct Case {
 Case load_case(const std::filesystem::path& directory);
 
 // Writes case.json, q.npy, k.npy, v.npy and, when the problem has them,
-// mask.npy, alibi_slopes.npy, sinks.npy and the three descale files
-// (and "layout" or "merge" in case.json when it has one). Throws
+// mask.npy, alibi_slopes.npy, sinks.npy, the three descale files and
+// dout.npy (and "layout" or "merge" in case.json when it has one). Throws
 // std::logic_error for descales already applied: a case holds the kernel's
 // inputs, never the real ones.
 void save_case(const Case& c, const std::filesystem::path& directory);

@@ -26,7 +26,7 @@ CASE_FIELDS = (
     "d_k", "d_v", "scale", "softcap", "causal", "mask", "provenance",
 )
 # Optional fields: absent means null (written only when set).
-OPTIONAL_FIELDS = ("window", "alibi", "sinks", "descales", "layout", "merge")
+OPTIONAL_FIELDS = ("window", "alibi", "sinks", "descales", "backward", "layout", "merge")
 # The descale factors' files (case.json's "descales": true), [B, Hkv] each.
 DESCALE_NAMES = ("q", "k", "v")
 SIZE_FIELDS = ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v")
@@ -62,6 +62,9 @@ class Case:
     descales: object = None
     # None, or case.json's "layout" recipe (SPEC.md section 2.5, layouts.py).
     layout: object = None
+    # None, or the flat [B, Hq, L, d_v] gradient of the loss w.r.t. the
+    # output ("backward": true, dout.npy; SPEC.md section 2.6).
+    dout: object = None
 
     # The rows below are the real inputs (SPEC.md section 2.4): the kernel's
     # inputs times their (batch, kv head)'s factor, exactly, as Fractions
@@ -86,6 +89,10 @@ class Case:
     def v_row(self, b, g, j):
         start = ((b * self.kv_heads + g) * self.kv_len + j) * self.d_v
         return self._real(self.v[start:start + self.d_v], "v", b, g)
+
+    def dout_row(self, b, h, i):
+        start = ((b * self.q_heads + h) * self.q_len + i) * self.d_v
+        return self.dout[start:start + self.d_v]
 
     def alibi_bias(self, b, h, i, j):
         """-slope |i + off - j| as an exact Fraction (0 without ALiBi)."""
@@ -165,6 +172,10 @@ def _check_meta(meta, where):
         raise BadInput(f"{where}: sinks must be null, false or true")
     if meta.get("descales") not in (None, False, True):
         raise BadInput(f"{where}: descales must be null, false or true")
+    if meta.get("backward") not in (None, False, True):
+        raise BadInput(f"{where}: backward must be null, false or true")
+    if meta.get("backward") and (meta.get("descales") or meta.get("layout") is not None or meta.get("merge")):
+        raise BadInput(f"{where}: backward is for dense cases without descales")
     if meta.get("merge") not in (None, False, True):
         raise BadInput(f"{where}: merge must be null, false or true")
     if meta["mask"] not in (None, "bool", "additive"):
@@ -245,6 +256,16 @@ def read_case(case_dir):
                     raise BadInput(f"{path}: factor {x!r} of (batch {index // Hkv}, kv head {index % Hkv}) "
                                    "must be a float32 value, finite and > 0")
             descales[name] = factors
+    dout = None
+    dout_path = os.path.join(case_dir, "dout.npy")
+    if not meta.get("backward"):
+        if os.path.exists(dout_path):
+            raise BadInput(f"{dout_path}: present but case.json has no backward")
+    else:
+        dout = read_array(dout_path, "<f8", (B, Hq, L, dv))
+        for x in dout:
+            if not is_representable(x, fmt):
+                raise BadInput(f"{dout_path}: value {x!r} is not representable in {fmt.name}")
     mask, mask_shape = None, None
     mask_path = os.path.join(case_dir, "mask.npy")
     if meta["mask"] is None:
@@ -268,16 +289,17 @@ def read_case(case_dir):
         causal=meta["causal"], window=meta.get("window"), alibi=meta.get("alibi"), alibi_slopes=slopes,
         sinks=sinks, mask_kind=meta["mask"], q=arrays["q"], k=arrays["k"],
         v=arrays["v"], mask=mask, mask_shape=mask_shape, descales=descales,
-        layout=check_layout(meta.get("layout"), meta, where),
+        layout=check_layout(meta.get("layout"), meta, where), dout=dout,
     )
 
 
-def write_case(case_dir, meta, q, k, v, mask=None, slopes=None, sinks=None, descales=None):
+def write_case(case_dir, meta, q, k, v, mask=None, slopes=None, sinks=None, descales=None, dout=None):
     """Write case.json and the arrays of a case.
 
     meta holds every case.json field except "format"; q, k, v and mask are
     (shape, flat values) pairs, sinks a flat [Hq] list, descales None or
-    {"q": ..., "k": ..., "v": ...} of flat [B, Hkv] lists. The case is read
+    {"q": ..., "k": ..., "v": ...} of flat [B, Hkv] lists, dout None or a
+    flat [B, Hq, L, d_v] list (meta then says "backward": True). The case is read
     back, so that a generator cannot write a case this script would reject.
     """
     os.makedirs(case_dir, exist_ok=True)
@@ -305,6 +327,12 @@ def write_case(case_dir, meta, q, k, v, mask=None, slopes=None, sinks=None, desc
             write_npy(path, "<f8", (meta["batch"], meta["kv_heads"]), descales[name])
         elif os.path.exists(path):
             os.remove(path)
+    dout_path = os.path.join(case_dir, "dout.npy")
+    if dout is not None:
+        shape = (meta["batch"], meta["q_heads"], meta["q_len"], meta["d_v"])
+        write_npy(dout_path, "<f8", shape, dout)
+    elif os.path.exists(dout_path):
+        os.remove(dout_path)
     mask_path = os.path.join(case_dir, "mask.npy")
     if mask is not None:
         descr = "|b1" if meta["mask"] == "bool" else "<f8"

@@ -10,7 +10,9 @@ comparison (exit 3) instead of being guessed.
 
 from .attention import compute_checked, round_result
 from .cases import read_array, read_case
+from .errors import BadInput
 from .formats import FORMATS, same_bits
+from .gradients import compute_gradients_checked, gradient_shapes
 from .layouts import laid_out_results
 
 
@@ -38,6 +40,16 @@ def cmd_compare(args):
     if args.ref_lse is not None:
         got["lse"] = read_array(args.ref_lse, "<f8", lse_shape)
     shapes = {"out": out_shape, "lse": lse_shape}
+    if args.gradients:
+        # FILE_dq.npy, FILE_dk.npy, FILE_dv.npy (and FILE_dsink.npy) beside --ref.
+        if case.dout is None:
+            raise BadInput(f"{args.case_dir}: --gradients, but the case has no dout.npy (\"backward\": true)")
+        stem = args.ref[:-4] if args.ref.endswith(".npy") else args.ref
+        gradients = compute_gradients_checked(case)
+        for name, shape in gradient_shapes(case).items():
+            expected_of[name] = [round_result(a, fmt) for a in getattr(gradients, name)]
+            got[name] = read_array(f"{stem}_{name}.npy", "<f8", shape)
+            shapes[name] = shape
     counts, mismatches = {}, []
     for name, values in got.items():
         expected = expected_of[name]

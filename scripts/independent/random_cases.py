@@ -14,10 +14,11 @@ import random
 import time
 from fractions import Fraction
 
-from .attention import compute_checked, visible_keys
+from .attention import compute_checked, round_result, visible_keys
 from .cases import Case, write_case
 from .errors import AmbiguousRounding, BadInput, PrecisionInsufficient
 from .expected import check_expected_strings, save_expected
+from .gradients import compute_gradients_checked
 from .layouts import laid_out_results
 from .formats import FORMATS, is_representable, near_midpoint, pow2, round_fraction
 from .npy import shape_size
@@ -302,9 +303,40 @@ def write_layout_case(args, index):
     raise RuntimeError(f"{case_dir}: no decidable draw in 50 attempts")
 
 
+def write_backward_case(args, index):
+    """A dense random case with dout.npy (SPEC.md section 2.6; no descales,
+    which a backward problem does not carry), redrawn until its results and
+    gradients round with certainty in every format. dO is drawn like the
+    inputs, with whole zero rows now and then."""
+    plan = dict(feature_plan(args.seed, index), descales=None)
+    rng = random.Random(f"attnspec-random/{args.seed}/backward/{index}")
+    case_dir = os.path.join(args.out_dir, f"case_{index:03d}")
+    for attempt in range(50):
+        meta, q, k, v, mask, slopes, sinks, descales = random_case(rng, plan, args.seed, index)
+        fmt = FORMATS[meta["dtype"]]
+        rows, dv = meta["batch"] * meta["q_heads"] * meta["q_len"], meta["d_v"]
+        dout = []
+        for _ in range(rows):
+            dout += [0.0] * dv if rng.random() < 0.15 else [small_value(rng, fmt) for _ in range(dv)]
+        meta["backward"] = True
+        case = write_case(case_dir, meta, q, k, v, mask, slopes, sinks, descales, dout)
+        try:
+            results = decidable_everywhere(case)
+            gradients = compute_gradients_checked(case)
+            for fmt in FORMATS.values():
+                for _, values in gradients.items():
+                    for a in values:
+                        round_result(a, fmt)
+        except (PrecisionInsufficient, AmbiguousRounding):
+            continue
+        save_expected(case_dir, results)
+        return attempt
+    raise RuntimeError(f"{case_dir}: no decidable draw in 50 attempts")
+
+
 def cmd_random(args):
-    if args.count < 0 or args.layouts < 0:
-        raise BadInput("--count and --layouts must be >= 0")
+    if args.count < 0 or args.layouts < 0 or args.backward < 0:
+        raise BadInput("--count, --layouts and --backward must be >= 0")
     start = time.perf_counter()
     tally = {name: {} for name in RANDOM_FEATURES}
     observed, redraws = {}, 0
@@ -332,8 +364,12 @@ def cmd_random(args):
         kind, attempts = write_layout_case(args, index)
         kinds[kind] = kinds.get(kind, 0) + 1
         redraws += attempts
-    print(f"random: wrote {args.count} cases and {args.layouts} laid-out ones "
-          f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items())) or 'none'}) to {args.out_dir} "
+    first_backward = args.count + args.layouts
+    for index in range(first_backward, first_backward + args.backward):
+        redraws += write_backward_case(args, index)
+    print(f"random: wrote {args.count} cases, {args.layouts} laid-out ones "
+          f"({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items())) or 'none'}) and {args.backward} "
+          f"with dout to {args.out_dir} "
           f"in {time.perf_counter() - start:.2f} s ({redraws} undecidable draws replaced)")
     print("planned features (cases):")
     for name, counts in tally.items():
