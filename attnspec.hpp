@@ -1,6 +1,6 @@
 // Everything a downstream project gets from find_package(attnspec) and
 // target attnspec::attnspec: number formats, problems, the certified
-// reference and case files.
+// reference (forward and gradients) and case files.
 #pragma once
 
 #include "cases/io/case_dir.hpp"
@@ -10,4 +10,5 @@
 #include "formats/format.hpp"
 #include "formats/round_multiprecision.hpp"
 #include "reference/certified.hpp"
+#include "reference/gradients.hpp"
 #include "reference/problem.hpp"

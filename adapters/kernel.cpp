@@ -41,6 +41,7 @@ std::vector<std::string> missing_capabilities(const Capabilities& c, const Probl
   if (p.dims.kv_len < p.dims.q_len && c.kv_len_at_least_q_len) missing.push_back("needs kv_len < q_len");
   if (p.window && c.causal_windows_only && p.window->right != 0)
     missing.push_back("needs a window whose right side is not 0");
+  if (!p.dout.empty() && !c.backward) missing.push_back("needs a backward pass");
   const std::size_t elements = p.rows() * static_cast<std::size_t>(p.dims.kv_len);
   if (elements > c.max_elements)
     missing.push_back("problem has " + std::to_string(elements) + " logits, kernel takes at most " +
@@ -88,6 +89,7 @@ std::string describe(const Capabilities& c) {
   add(c.varlen, "varlen");
   add(c.kv_cache, "kv-cache");
   add(c.paged_kv_cache, "paged-kv-cache");
+  add(c.backward, "backward");
   if (c.merge_partials) add(true, "merge:" + std::string(format_info(*c.merge_partials).name));
   if (c.max_elements != std::numeric_limits<std::size_t>::max())
     add(true, "max-elements:" + std::to_string(c.max_elements));

@@ -88,12 +88,21 @@ struct Capabilities {
   // float32; vLLM's merge_attn_states: the output dtype); nullopt: none.
   // Partial lse are float32 values or -inf whatever this is.
   std::optional<FormatId> merge_partials;
+  // The backward pass (Kernel::run_backward, spec/SPEC.md section 2.6).
+  bool backward = false;
   std::size_t max_elements = std::numeric_limits<std::size_t>::max();  // of B*Hq*L*S
 };
 
 struct KernelResult {
   std::vector<double> out;  // [B, Hq, L, d_v], values of formats().output
   std::vector<double> lse;  // [B, Hq, L], empty unless capabilities().lse
+};
+
+// The backward pass's results (spec/SPEC.md section 2.6), values of
+// formats().output: dq [B, Hq, L, d_k], dk [B, Hkv, S, d_k], dv [B, Hkv, S,
+// d_v], dsink [Hq] (empty without sinks).
+struct GradientOutputs {
+  std::vector<double> dq, dk, dv, dsink;
 };
 
 // Thrown by Kernel::run when the kernel declines this one problem (a limit
@@ -134,6 +143,11 @@ class Kernel {
   // formats().accumulate. The default declines.
   virtual KernelResult merge(const MergeInput& /*input*/) {
     throw KernelUnsupported(name() + " has no merge operator");
+  }
+  // The gradients of a problem that carries dout, for kernels that declare
+  // backward. The default declines.
+  virtual GradientOutputs run_backward(const Problem& /*problem*/) {
+    throw KernelUnsupported(name() + " has no backward pass");
   }
   // Where the kernel's own diagnostics go (a process adapter's stderr), for
   // the report; nullopt for in-process kernels.

@@ -4,6 +4,7 @@
 #include "adapters/naive/naive_kernel.hpp"
 
 #include "adapters/merge/merge_states.hpp"
+#include "adapters/naive/naive_backward.hpp"
 
 #include <Eigen/Dense>
 #include <cmath>
@@ -40,7 +41,13 @@ class NaiveKernel final : public Kernel {
     // float64 inputs times float32 factors are not binary64 numbers (SPEC 2.4).
     c.descales = format_info(output_).precision <= 29;
     if (storage_ == kArithmetic) c.merge_partials = kArithmetic;
+    c.backward = storage_ == kArithmetic && !weights_;
     return c;
+  }
+
+  GradientOutputs run_backward(const Problem& p) override {
+    if (!capabilities().backward) return Kernel::run_backward(p);
+    return naive_gradients<Scalar>(p, output_);
   }
 
   KernelResult merge(const MergeInput& input) override {
