@@ -292,18 +292,24 @@ def compute_checked(case, kinds=("out", "lse", "weights")):
             continue
         target = getattr(checked, name)
         for index, (a, b) in enumerate(zip(lows, highs)):
-            if significant_string(a) != significant_string(b):
-                raise PrecisionInsufficient(
-                    f"{case.path}: precision insufficient: {name}[{index}] is "
-                    f"{significant_string(a)} at {WORKING_DIGITS} digits but "
-                    f"{significant_string(b)} at {CHECK_DIGITS} digits"
-                )
-            error = Decimal(0)
-            if a.value.is_finite() and not a.exact:
-                with decimal.localcontext(decimal_context(2 * CHECK_DIGITS)):
-                    error = abs(a.value - b.value)
-            target.append(Approx(a.value, a.exact, error))
+            target.append(checked_value(case, f"{name}[{index}]", a, b))
     return checked
+
+
+def checked_value(case, what, a, b):
+    """a (at 120 digits) once b (at 160) agrees with it to 60 digits, with
+    their difference kept as its error estimate for the midpoint guard."""
+    if significant_string(a) != significant_string(b):
+        raise PrecisionInsufficient(
+            f"{case.path}: precision insufficient: {what} is "
+            f"{significant_string(a)} at {WORKING_DIGITS} digits but "
+            f"{significant_string(b)} at {CHECK_DIGITS} digits"
+        )
+    error = Decimal(0)
+    if a.value.is_finite() and not a.exact:
+        with decimal.localcontext(decimal_context(2 * CHECK_DIGITS)):
+            error = abs(a.value - b.value)
+    return Approx(a.value, a.exact, error)
 
 
 def round_result(a, fmt):

@@ -197,6 +197,17 @@ def read_array(path, descr, shape):
     return values
 
 
+def _flagged_array(case_dir, meta, flag, file_name, shape):
+    """The <f8 array a case.json flag announces, or None; the file without
+    the flag is an error."""
+    path = os.path.join(case_dir, file_name)
+    if not meta.get(flag):
+        if os.path.exists(path):
+            raise BadInput(f"{path}: present but case.json has no {flag}")
+        return None
+    return read_array(path, "<f8", shape)
+
+
 def read_case(case_dir):
     """Read and validate a case directory (SPEC.md section 4)."""
     where = os.path.join(case_dir, "case.json")
@@ -232,15 +243,11 @@ def read_case(case_dir):
             raise BadInput(f"{slopes_path}: slopes must be finite float32 values")
         if len(slopes_shape) == 1 and B > 1:
             slopes = slopes * B  # [Hq] broadcast: one row per batch entry
-    sinks = None
-    sinks_path = os.path.join(case_dir, "sinks.npy")
-    if not meta.get("sinks"):
-        if os.path.exists(sinks_path):
-            raise BadInput(f"{sinks_path}: present but case.json has no sinks")
-    else:
-        sinks = read_array(sinks_path, "<f8", (Hq,))
-        if not all(x == -math.inf or (math.isfinite(x) and is_representable(x, FORMATS["float32"])) for x in sinks):
-            raise BadInput(f"{sinks_path}: sinks must be float32 values, finite or -inf")
+    sinks = _flagged_array(case_dir, meta, "sinks", "sinks.npy", (Hq,))
+    if sinks is not None and not all(
+        x == -math.inf or (math.isfinite(x) and is_representable(x, FORMATS["float32"])) for x in sinks
+    ):
+        raise BadInput(f"{os.path.join(case_dir, 'sinks.npy')}: sinks must be float32 values, finite or -inf")
     descales = None
     descale_paths = {name: os.path.join(case_dir, f"{name}_descale.npy") for name in DESCALE_NAMES}
     if not meta.get("descales"):
@@ -256,16 +263,10 @@ def read_case(case_dir):
                     raise BadInput(f"{path}: factor {x!r} of (batch {index // Hkv}, kv head {index % Hkv}) "
                                    "must be a float32 value, finite and > 0")
             descales[name] = factors
-    dout = None
-    dout_path = os.path.join(case_dir, "dout.npy")
-    if not meta.get("backward"):
-        if os.path.exists(dout_path):
-            raise BadInput(f"{dout_path}: present but case.json has no backward")
-    else:
-        dout = read_array(dout_path, "<f8", (B, Hq, L, dv))
-        for x in dout:
-            if not is_representable(x, fmt):
-                raise BadInput(f"{dout_path}: value {x!r} is not representable in {fmt.name}")
+    dout = _flagged_array(case_dir, meta, "backward", "dout.npy", (B, Hq, L, dv))
+    for x in dout or []:
+        if not is_representable(x, fmt):
+            raise BadInput(f"{os.path.join(case_dir, 'dout.npy')}: value {x!r} is not representable in {fmt.name}")
     mask, mask_shape = None, None
     mask_path = os.path.join(case_dir, "mask.npy")
     if meta["mask"] is None:

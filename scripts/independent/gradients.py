@@ -19,9 +19,8 @@ from fractions import Fraction
 
 from .approx import EXACT_ONE, EXACT_ZERO, NAN, Approx, d_add, d_exp, d_from_fraction, d_mul, d_sub, d_tanh, decimal_context
 from .attention import (
-    CHECK_DIGITS, WORKING_DIGITS, LogitModel, attention_row, exact_dot, is_finite, significant_string, visible_keys,
+    CHECK_DIGITS, WORKING_DIGITS, LogitModel, attention_row, checked_value, exact_dot, is_finite, visible_keys,
 )
-from .errors import PrecisionInsufficient
 
 GRADIENT_NAMES = ("dq", "dk", "dv", "dsink")
 
@@ -160,16 +159,7 @@ def compute_gradients_checked(case):
     for (name, lows), (_, highs) in zip(low.items(), high.items()):
         target = getattr(checked, name)
         for index, (a, b) in enumerate(zip(lows, highs)):
-            if significant_string(a) != significant_string(b):
-                raise PrecisionInsufficient(
-                    f"{case.path}: precision insufficient: {name}[{index}] is {significant_string(a)} at "
-                    f"{WORKING_DIGITS} digits but {significant_string(b)} at {CHECK_DIGITS} digits"
-                )
-            error = decimal.Decimal(0)
-            if a.value.is_finite() and not a.exact:
-                with decimal.localcontext(decimal_context(2 * CHECK_DIGITS)):
-                    error = abs(a.value - b.value)
-            target.append(Approx(a.value, a.exact, error))
+            target.append(checked_value(case, f"{name}[{index}]", a, b))
     return checked
 
 
