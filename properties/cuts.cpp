@@ -82,6 +82,11 @@ Problem cut_problem(const Problem& p, const Cut& cut) {
       for (int j = c.keys.begin; j < c.keys.end; ++j)
         for (int t = c.value_dims.begin; t < c.value_dims.end; ++t)
           out.v.push_back(p.v[at(z(b), z(d.kv_heads), z(g), z(d.kv_len), z(j), z(d.d_v), z(t))]);
+    if (!p.dout.empty())  // dO has the output's shape
+      for (int h : q_heads)
+        for (int i = c.rows.begin; i < c.rows.end; ++i)
+          for (int t = c.value_dims.begin; t < c.value_dims.end; ++t)
+            out.dout.push_back(p.dout[at(z(b), z(d.q_heads), z(h), z(d.q_len), z(i), z(d.d_v), z(t))]);
   }
   if (out.mask_kind != MaskKind::none) {
     std::vector<int> mask_batches, mask_heads;

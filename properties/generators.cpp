@@ -386,7 +386,7 @@ Problem draw_whole_problem(const Capabilities& caps, FormatId format, const Prof
   if (features.sinks && caps.sinks && (features.always_sinks || draw_in(0, 3) == 3)) p.sinks = draw_sinks(p.dims);
   // Not for float64 inputs: their products with float32 factors are not
   // binary64 numbers (SPEC 2.4).
-  if (features.descales && caps.descales && format_info(format).precision <= 29 &&
+  if (features.descales && !features.backward && caps.descales && format_info(format).precision <= 29 &&
       (features.always_descales || draw_in(0, 3) == 3))
     p.descales = draw_descales(p.dims);
   const Dims& d = p.dims;
@@ -405,6 +405,7 @@ Problem draw_whole_problem(const Capabilities& caps, FormatId format, const Prof
     p.k = draw_values(B * d.kv_heads * S * d.d_k, format, distribution);
   }
   p.v = draw_values(B * d.kv_heads * S * d.d_v, format, distribution);
+  if (features.backward) p.dout = draw_values(p.rows() * d.d_v, format, distribution);
   fill_mask(p, mask, features);
   return p;
 }

@@ -54,6 +54,10 @@ struct Features {
   bool dv_ne_dk = true;
   bool fully_masked_rows = true;
   bool long_sequences = true;  // the long-rows class in profiles that allow it
+  // dO for the backward pass (the gradient clauses), drawn after the other
+  // tensors with their law; such problems have no descale factors, which
+  // the backward does not take (SPEC 2.6).
+  bool backward = false;
 };
 
 Features no_features();  // everything off: plain unmasked attention

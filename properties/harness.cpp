@@ -49,12 +49,6 @@ void load_rapidcheck_quietly() {
   });
 }
 
-std::string number(double x) {
-  std::ostringstream s;
-  s.precision(17);
-  s << x;
-  return s.str();
-}
 
 }  // namespace
 
@@ -223,6 +217,13 @@ void ErrorStats::merge(const ErrorStats& other) {
 
 double output_unit(const Kernel& kernel) { return format_info(kernel.formats().output).unit_roundoff; }
 
+std::string number_text(double x) {
+  std::ostringstream s;
+  s.precision(17);
+  s << x;
+  return s.str();
+}
+
 std::string element_name(const Problem& p, std::size_t flat_output) {
   const auto dv = static_cast<std::size_t>(p.dims.d_v);
   const RowIndex r = p.row_index(flat_output / dv);
@@ -238,9 +239,9 @@ std::string outside_bound(const Problem& p, const Evaluation& e, double u_out, E
     const double error = std::fabs(got - want);
     stats.add(error, bound[i], e.scale[i], u_out);
     if (!within_bound(got, want, e.ref_error[i], bound[i], e.ref_low[i]).value_or(false))
-      return element_name(p, i) + " is " + number(got) + ", the certified reference " + number(want) +
-             ": error " + number(error) + " exceeds the " + (tier == Tier::tight ? "tight bound " : "bound ") +
-             number(bound[i]);
+      return element_name(p, i) + " is " + number_text(got) + ", the certified reference " + number_text(want) +
+             ": error " + number_text(error) + " exceeds the " + (tier == Tier::tight ? "tight bound " : "bound ") +
+             number_text(bound[i]);
   }
   return "";
 }
@@ -255,9 +256,9 @@ std::string disagree(const Evaluation& a, const Evaluation& b, std::span<const s
     const double difference = std::fabs(x - y);
     stats.add(difference, tolerance, std::max(a.scale[i], b.scale[j]), u_out);
     if (!(difference <= tolerance))
-      return relation + ": output " + std::to_string(i) + " is " + number(x) + " and " + number(y) +
-             " after the transformation; they differ by " + number(difference) + ", more than B1 + B2 = " +
-             number(tolerance);
+      return relation + ": output " + std::to_string(i) + " is " + number_text(x) + " and " + number_text(y) +
+             " after the transformation; they differ by " + number_text(difference) + ", more than B1 + B2 = " +
+             number_text(tolerance);
   }
   return "";
 }
@@ -284,7 +285,7 @@ std::string check_result_against_reference(const Kernel& kernel, const Problem& 
   const Evaluation e = evaluate_result(kernel, p, std::move(got), FullyMaskedRows::judged, ReferencePath::fast, Tier::tight);
   for (std::size_t i = 0; i < e.got.out.size(); ++i)
     if (std::isnan(e.ref.out[i]) && std::isfinite(e.got.out[i]))
-      return element_name(p, i) + " should be NaN (a non-finite input it depends on) but is " + number(e.got.out[i]);
+      return element_name(p, i) + " should be NaN (a non-finite input it depends on) but is " + number_text(e.got.out[i]);
   if (std::string f = outside_bound(p, e, output_unit(kernel), stats); !f.empty()) return f;
   ErrorStats tight_stats;
   if (std::string f = outside_bound(p, e, output_unit(kernel), tight_stats, Tier::tight); !f.empty())
@@ -297,12 +298,12 @@ std::string lse_outside_bound(const Evaluation& e) {
   for (std::size_t row = 0; row < e.ref.lse.size(); ++row) {
     const double got = e.got.lse[row], want = e.ref.lse[row];
     if (std::isnan(want)) continue;
-    const std::string where = "lse of row " + std::to_string(row) + " is " + number(got);
+    const std::string where = "lse of row " + std::to_string(row) + " is " + number_text(got);
     if (want == -INFINITY) {
       if (got != -INFINITY) return where + ", expected -inf (no visible key)";
     } else if (!within_bound(got, want, e.ref_lse_error[row], e.lse_bound[row]).value_or(false)) {
-      return where + ", the certified reference " + number(want) + ": error exceeds the bound " +
-             number(e.lse_bound[row]);
+      return where + ", the certified reference " + number_text(want) + ": error exceeds the bound " +
+             number_text(e.lse_bound[row]);
     }
   }
   return "";

@@ -146,6 +146,9 @@ using PropertyBody = std::function<std::string(Problem& drawn, ErrorStats& stats
 // one of context.expected_shapes.
 ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body);
 
+// x with 17 significant digits (the double exactly), for messages.
+std::string number_text(double x);
+
 // "row (b, h, i) column t" for messages.
 std::string element_name(const Problem& p, std::size_t flat_output);
 

@@ -25,12 +25,6 @@ std::string parts_of(const MergeInput& in, int row, int column) {
   return text.str();
 }
 
-std::string number(double x) {
-  std::ostringstream text;
-  text.precision(17);
-  text << x;
-  return text.str();
-}
 
 }  // namespace
 
@@ -57,17 +51,17 @@ std::string check_merge_against_reference(Kernel& kernel, const Problem& merge_p
       const double tolerance = bound.out[t] + 0x1p-53 * std::fabs(want), difference = std::fabs(value - want);
       stats.add(difference, tolerance, bound.scale[t], u_out);
       if (!(difference <= tolerance))
-        return where + ": merged output " + number(value) + ", the exact merge " + number(want) + " (" +
-               parts_of(in, row, static_cast<int>(t)) + "); they differ by " + number(difference) +
-               ", more than M = " + number(tolerance);
+        return where + ": merged output " + number_text(value) + ", the exact merge " + number_text(want) + " (" +
+               parts_of(in, row, static_cast<int>(t)) + "); they differ by " + number_text(difference) +
+               ", more than M = " + number_text(tolerance);
     }
     const double lse = got.lse[static_cast<std::size_t>(row)];
     const bool agree = exact.lse == -INFINITY
                            ? lse == -INFINITY
                            : std::fabs(lse - exact.lse) <= bound.lse + 0x1p-53 * std::fabs(exact.lse);
     if (!agree)
-      return where + ": merged lse " + number(lse) + ", the exact " + number(exact.lse) + " (" + parts_of(in, row, 0) +
-             "), more than E_L = " + number(bound.lse) + " apart";
+      return where + ": merged lse " + number_text(lse) + ", the exact " + number_text(exact.lse) + " (" + parts_of(in, row, 0) +
+             "), more than E_L = " + number_text(bound.lse) + " apart";
   }
   return "";
 }

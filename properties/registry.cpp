@@ -27,6 +27,7 @@ constexpr std::array kProperties = {
     RegisteredProperty{"NANPROP", check_nanprop},   RegisteredProperty{"LSE", check_lse},
     RegisteredProperty{"PREC", check_prec},         RegisteredProperty{"PRECTIGHT", check_prectight},
     RegisteredProperty{"PRECREL", check_precrel},
+    RegisteredProperty{"GRADPREC", check_gradprec}, RegisteredProperty{"GRADSUM", check_gradsum},
     RegisteredProperty{"GOLDEN", check_golden},     RegisteredProperty{"DETERM", check_determ},
 };
 

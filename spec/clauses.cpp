@@ -40,6 +40,8 @@ constexpr std::array kClauses = {
     Clause{"PREC", "every output is within the precision model's bound of the certified reference", ClauseKind::precision, kNeedsNothing},
     Clause{"PRECTIGHT", "every output is within the tight tier's bound of the certified reference", ClauseKind::precision, kNeedsNothing},
     Clause{"PRECREL", "max error at most 2x the naive implementation's in the same formats, plus the rounding floor", ClauseKind::precision, kNeedsNothing},
+    Clause{"GRADPREC", "every gradient (dQ, dK, dV, the sinks') is within the backward's bound of the certified gradients", ClauseKind::precision, kNeedsBackward},
+    Clause{"GRADSUM", "a head's key gradients sum to zero and its value gradients to the dO of its rows", ClauseKind::semantic, kNeedsBackward},
     Clause{"GOLDEN", "the golden cases (cases/golden) pass", ClauseKind::golden, kNeedsNothing},
     Clause{"DETERM", "the same inputs give bitwise identical outputs on repeated calls", ClauseKind::informative, kNeedsNothing},
 };
@@ -88,6 +90,7 @@ std::string skip_reason(const Clause& clause, const Capabilities& c) {
   lacks(kNeedsKvCache, c.kv_cache, "KV caches");
   lacks(kNeedsPagedKvCache, c.paged_kv_cache, "paged KV caches");
   lacks(kNeedsMerge, c.merge_partials.has_value(), "a merge operator");
+  lacks(kNeedsBackward, c.backward, "a backward pass");
   return reason;
 }
 

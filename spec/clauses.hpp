@@ -41,6 +41,7 @@ enum Need : unsigned {
   kNeedsKvCache = 1u << 13,
   kNeedsPagedKvCache = 1u << 14,
   kNeedsMerge = 1u << 15,  // a merge operator (Capabilities::merge_partials)
+  kNeedsBackward = 1u << 16,  // a backward pass (Capabilities::backward)
 };
 
 struct Clause {

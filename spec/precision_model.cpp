@@ -16,6 +16,17 @@ constexpr double kDoubleU = 0x1p-53;
 
 }  // namespace
 
+Arithmetic accumulator_arithmetic(const FormatClass& formats) {
+  // x87 extended: counted as u = 2^-63, twice its unit roundoff, so that
+  // glibc's long double exp and tanh (documented within 3 ulps, not A2's
+  // 2) are covered; its smallest normal number (2^-16382) is 0 in double,
+  // and what underflows there is far below half of float64's smallest
+  // subnormal, which the rounding to float64 adds (SPEC 6.5).
+  if (formats.extended_accumulator) return Arithmetic{0x1p-63, 0};
+  const FormatInfo& acc = format_info(formats.accumulate);
+  return Arithmetic{acc.unit_roundoff, acc.min_normal};
+}
+
 WeightsRounding weights_rounding_of(const FormatClass& formats, double n, std::span<const double> eta) {
   WeightsRounding rounding;
   if (!formats.weights) return rounding;
@@ -29,7 +40,7 @@ WeightsRounding weights_rounding_of(const FormatClass& formats, double n, std::s
 
 RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std::span<const double> exact_weights,
                          std::span<const double> exact_out, double exact_lse) {
-  const FormatInfo& acc = format_info(formats.accumulate);
+  const Arithmetic acc = accumulator_arithmetic(formats);
   const FormatInfo& out = format_info(formats.output);
   const double u = acc.unit_roundoff, u_o = out.unit_roundoff;
   const Dims& d = p.dims;
@@ -41,6 +52,7 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
   bound.scale.assign(dv, 0.0);
   bound.dot_scale.assign(static_cast<std::size_t>(d.kv_len), 0.0);
   bound.logit_scale.assign(static_cast<std::size_t>(d.kv_len), 0.0);
+  bound.weight_error.assign(static_cast<std::size_t>(d.kv_len), 0.0);
   std::vector<int> visible;
   for (int j = 0; j < d.kv_len; ++j)
     if (p.visible(r, j)) visible.push_back(j);
@@ -126,10 +138,23 @@ RowBound precision_bound(const Problem& p, RowIndex r, FormatClass formats, std:
       const double exponent = -gap + 2 * delta + (gap + 2 * slack + 2 * delta) * u;
       underflowed[i] = std::isnan(exponent) ? 0.0 : w_max * std::exp(exponent) * (1 + g6) / normaliser_low;
       bound.underflowed_weights += underflowed[i];
+      bound.weight_error[static_cast<std::size_t>(visible[i])] = valid ? underflowed[i] : kInfinity;
       continue;
     }
     const double gap = std::log(w_max) - std::log(w);  // x_max - x_j; w_max / w may overflow
     eta[i] = std::exp(2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low - 1;
+    bound.weight_error[static_cast<std::size_t>(visible[i])] = valid ? w * eta[i] * margin : kInfinity;
+  }
+  if (sink) {
+    // The sink's weight as any key's: eta from its gap to the largest
+    // logit, or the log-space bound where its weight underflows.
+    const double w = bound.sink_weight;
+    const double gap = w > 0 ? std::log(w_max) - std::log(w)
+                             : std::max(0.0, logit_max - *sink - 2 * (d.d_k + 16) * kDoubleU * 2 * logit_scale_max);
+    const double factor = std::exp(2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low;
+    bound.sink_weight_error = !valid ? kInfinity
+                              : w > 0 ? w * (factor - 1) * margin
+                                      : w_max * std::exp(-gap + 2 * delta + (gap + 2 * delta) * u) * (1 + g6) / normaliser_low;
   }
   // Branch-free inner loop: w eta_j once per key (where it underflows, the
   // loss is below the 2.5 n min_normal term); a key with an infinite eta_j

@@ -20,7 +20,18 @@ struct FormatClass {
   FormatId output = FormatId::float32;
   std::optional<FormatId> weights;  // P rounded to this for P V, times weights_scale (SPEC 6.4)
   double weights_scale = 1;
+  // The accumulator is x87 extended precision, not `accumulate`: the
+  // reference's own long double evaluations (reference/fast_gradients.hpp)
+  // bound themselves with this model (accumulator_arithmetic).
+  bool extended_accumulator = false;
 };
+
+// u and the smallest normal number of a class's accumulator (0 for the
+// x87 format, whose normal range reaches far below any double).
+struct Arithmetic {
+  double unit_roundoff = 0, min_normal = 0;
+};
+Arithmetic accumulator_arithmetic(const FormatClass& formats);
 
 // What the model needs of a kernel's declaration.
 inline FormatClass format_class(const KernelFormats& f) {
@@ -43,6 +54,13 @@ struct RowBound {
   // The sink's exact weight exp(sigma - lse) (0 without one): a term of the
   // normaliser with a value of 0 (SPEC 6.4).
   double sink_weight = 0;
+  // Per key (S values, 0 at blocked keys), a bound on |w^_j - w_j| for a
+  // weight computed by the softmax of SPEC 6.4: w_j eta_j, or the log-space
+  // bound where w_j underflows; infinite where eta_j is. The same for the
+  // sink's weight. The backward's bound (spec/gradient_bound.hpp) starts
+  // from these.
+  std::vector<double> weight_error;
+  double sink_weight_error = 0;
 };
 
 // The roundings of a logit besides its dot product's d_k (SPEC 6.2): the

@@ -17,7 +17,9 @@
 namespace attnspec {
 namespace {
 
+using testing::featured_problem;
 using testing::random_problem;
+using testing::with_dout;
 
 constexpr int kDirectBits = 600;
 
@@ -133,34 +135,6 @@ void expect_matches(const std::vector<Real>& direct, const std::vector<Real>& si
     EXPECT_TRUE(same_value(expected, certified[i]))
         << what << "[" << i << "] of problem " << problem << ": direct " << expected << ", certified " << certified[i];
   }
-}
-
-Problem with_dout(Problem p, std::mt19937_64& random, FormatId format) {
-  p.dout.resize(p.out_size());
-  for (double& x : p.dout) x = testing::random_value(random, format);
-  return p;
-}
-
-// The features section 2.6 carries through, one problem each, plus plain ones.
-Problem featured_problem(int index, std::mt19937_64& random) {
-  const Dims dims{index % 2 + 1, 4, index % 3 == 0 ? 4 : 2, 3 + index % 3, 4 + index % 4, 3 + index % 2, 2 + index % 2};
-  Problem p = random_problem(random, dims, FormatId::float32);
-  switch (index % 8) {
-    case 1: p.causal = Causal::bottom_right; break;
-    case 2: p.window = Window{1, 0, Alignment::top_left}; break;
-    case 3: p.softcap = 2.5; break;
-    case 4: p.sinks = {0.5, -INFINITY, -1.25, 2.0}; break;
-    case 5: p.alibi = Alibi{alibi_paper_slopes(4), false, Alignment::bottom_right}; break;
-    case 6: {
-      p.mask_kind = MaskKind::additive;
-      p.mask.resize(static_cast<std::size_t>(dims.q_len * dims.kv_len));
-      for (double& m : p.mask) m = testing::random_value(random, FormatId::float32);
-      break;
-    }
-    case 7: p.scale = 0.375; p.softcap = 1.5; p.sinks = {1.0, 0.0, -0.5, 0.25}; break;
-    default: break;
-  }
-  return with_dout(std::move(p), random, FormatId::float32);
 }
 
 TEST(Gradients, MatchADirectEvaluationAtHighPrecision) {

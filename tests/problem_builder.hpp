@@ -1,6 +1,7 @@
 // Small helpers for tests that build problems by hand.
 #pragma once
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -41,6 +42,34 @@ inline Problem random_problem(std::mt19937_64& random, Dims dims, FormatId forma
   fill(p.k, B * dims.kv_heads * S * dims.d_k);
   fill(p.v, B * dims.kv_heads * S * dims.d_v);
   return p;
+}
+
+inline Problem with_dout(Problem p, std::mt19937_64& random, FormatId format) {
+  p.dout.resize(p.out_size());
+  for (double& x : p.dout) x = random_value(random, format);
+  return p;
+}
+
+// The features section 2.6 carries through, one problem each, plus plain ones.
+inline Problem featured_problem(int index, std::mt19937_64& random) {
+  const Dims dims{index % 2 + 1, 4, index % 3 == 0 ? 4 : 2, 3 + index % 3, 4 + index % 4, 3 + index % 2, 2 + index % 2};
+  Problem p = random_problem(random, dims, FormatId::float32);
+  switch (index % 8) {
+    case 1: p.causal = Causal::bottom_right; break;
+    case 2: p.window = Window{1, 0, Alignment::top_left}; break;
+    case 3: p.softcap = 2.5; break;
+    case 4: p.sinks = {0.5, -INFINITY, -1.25, 2.0}; break;
+    case 5: p.alibi = Alibi{alibi_paper_slopes(4), false, Alignment::bottom_right}; break;
+    case 6: {
+      p.mask_kind = MaskKind::additive;
+      p.mask.resize(static_cast<std::size_t>(dims.q_len * dims.kv_len));
+      for (double& m : p.mask) m = random_value(random, FormatId::float32);
+      break;
+    }
+    case 7: p.scale = 0.375; p.softcap = 1.5; p.sinks = {1.0, 0.0, -0.5, 0.25}; break;
+    default: break;
+  }
+  return with_dout(std::move(p), random, FormatId::float32);
 }
 
 }  // namespace attnspec::testing

@@ -1,9 +1,6 @@
-// The textbook backward pass (spec/SPEC.md section 2.6) in one
-// floating-point type, as a framework's autograd composes it from the
-// forward's operations (PyTorch's math path): P recomputed as the forward
-// computes it, dV = P^T dO, dP = dO V^T, D = rowsum(P * dP), dS = P * (dP -
-// D) times the softcap's derivative and the scale, dQ = dS K, dK = dS^T Q,
-// and each sink's -sum P_sink D. The backward of naive-f64 and naive-f32.
+// The backward of naive-f64 and naive-f32: the textbook gradients of
+// reference/textbook_gradients.hpp (PyTorch's math path composed from the
+// forward's operations) in the kernel's arithmetic.
 #pragma once
 
 #include "adapters/kernel.hpp"

@@ -38,6 +38,8 @@ ClauseOutcome check_lse(PropertyContext& context);
 ClauseOutcome check_prec(PropertyContext& context);
 ClauseOutcome check_prectight(PropertyContext& context);
 ClauseOutcome check_precrel(PropertyContext& context);
+ClauseOutcome check_gradprec(PropertyContext& context);
+ClauseOutcome check_gradsum(PropertyContext& context);
 ClauseOutcome check_golden(PropertyContext& context);
 ClauseOutcome check_determ(PropertyContext& context);
 

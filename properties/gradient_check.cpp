@@ -1,0 +1,126 @@
+// The backward's verdicts: the same rule as the forward's (within B of the
+// exact value, known to lie within the reference's enclosure), applied to
+// the four gradient tensors of section 2.6.
+#include "properties/gradient_check.hpp"
+
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+#include "reference/certified.hpp"
+#include "reference/fast_gradients.hpp"
+#include "reference/gradients.hpp"
+
+namespace attnspec {
+
+GradientClass gradient_class(const Kernel& kernel) { return GradientClass{format_class(kernel.formats()), std::nullopt}; }
+
+GradientEvaluation evaluate_gradients(Kernel& kernel, const Problem& p) {
+  GradientEvaluation e;
+  e.got = kernel.run_backward(p);
+  const Dims& d = p.dims;
+  const std::size_t key_blocks = static_cast<std::size_t>(d.batch) * d.kv_heads * d.kv_len;
+  const auto check = [&](const std::vector<double>& got, std::size_t want, const char* name) {
+    if (got.size() != want)
+      throw std::runtime_error(kernel.name() + "'s backward returned " + std::to_string(got.size()) + " values of " +
+                               name + ", expected " + std::to_string(want));
+  };
+  check(e.got.dq, p.rows() * static_cast<std::size_t>(d.d_k), "dQ");
+  check(e.got.dk, key_blocks * static_cast<std::size_t>(d.d_k), "dK");
+  check(e.got.dv, key_blocks * static_cast<std::size_t>(d.d_v), "dV");
+  check(e.got.dsink, p.sinks.size(), "the sinks' gradient");
+  e.forward = forward_rows(p);
+  e.bounds = gradient_bounds(p, gradient_class(kernel), e.forward);
+  return e;
+}
+
+double bound_around(double before, double got, FormatId output) {
+  // B = E + u_o (|g| + E) + l/2 with |g| <= |got| + B: solved for B.
+  const FormatInfo& f = format_info(output);
+  const double u_o = f.unit_roundoff;
+  return (before + u_o * (std::fabs(got) + before) + f.min_subnormal / 2) / (1 - u_o) * (1 + 0x1p-50);
+}
+
+std::string gradient_element_name(const Problem& p, char tensor, std::size_t flat) {
+  const Dims& d = p.dims;
+  const auto width = static_cast<std::size_t>(tensor == 'V' ? d.d_v : d.d_k);
+  const std::string t = std::to_string(flat % width);
+  std::size_t rest = flat / width;
+  if (tensor == 'Q') {
+    const RowIndex r = p.row_index(rest);
+    return "dQ (b=" + std::to_string(r.batch) + ", h=" + std::to_string(r.head) + ", i=" + std::to_string(r.query) +
+           ", t=" + t + ")";
+  }
+  if (tensor == 'S') return "dsink (h=" + std::to_string(flat) + ")";
+  const auto S = static_cast<std::size_t>(d.kv_len), H = static_cast<std::size_t>(d.kv_heads);
+  const std::size_t j = rest % S, g = rest / S % H, b = rest / S / H;
+  return std::string("d") + tensor + " (b=" + std::to_string(b) + ", g=" + std::to_string(g) +
+         ", j=" + std::to_string(j) + ", t=" + t + ")";
+}
+
+std::string gradients_outside_bound(const Problem& p, const GradientEvaluation& e, FormatId output,
+                                    ErrorStats& stats) {
+  const GradientEnclosure fast = enclosed_gradients(p, e.forward);
+  std::optional<GradientResult> certified;  // taken once, for the verdicts the enclosure leaves open
+  const double u_out = format_info(output).unit_roundoff;
+  struct Tensor {
+    char name;
+    const std::vector<double>& got;
+    const std::vector<double>& approx;
+    const std::vector<double>& approx_error;
+    const std::vector<double>& before;
+    const std::vector<double>& scale;
+    const std::vector<double> GradientResult::*exact;
+  };
+  const Tensor tensors[] = {
+      {'Q', e.got.dq, fast.dq, fast.dq_error, e.bounds.dq, e.bounds.dq_scale, &GradientResult::dq},
+      {'K', e.got.dk, fast.dk, fast.dk_error, e.bounds.dk, e.bounds.dk_scale, &GradientResult::dk},
+      {'V', e.got.dv, fast.dv, fast.dv_error, e.bounds.dv, e.bounds.dv_scale, &GradientResult::dv},
+      {'S', e.got.dsink, fast.dsink, fast.dsink_error, e.bounds.dsink, e.bounds.dsink_scale, &GradientResult::dsink},
+  };
+  for (const Tensor& tensor : tensors) {
+    for (std::size_t i = 0; i < tensor.got.size(); ++i) {
+      const double got = tensor.got[i];
+      // The exact value lies within `radius` of `want`: the enclosure's,
+      // or the correctly rounded float64 one's half ulp.
+      double want = tensor.approx[i], radius = tensor.approx_error[i];
+      bool from_certified = false;
+      const auto take_certified = [&] {
+        if (!certified) certified = certified_gradients(p);
+        want = ((*certified).*tensor.exact)[i];
+        radius = 0x1p-53 * std::fabs(want) + 0x1p-1074;
+        from_certified = true;
+      };
+      if (!std::isfinite(want) || !std::isfinite(radius)) take_certified();
+      if (std::isnan(want)) continue;  // NaN semantics are not this rule's
+      double bound = 0;
+      // true: within the bound, false: outside it, nullopt: the enclosure
+      // cannot tell.
+      const auto verdict = [&]() -> std::optional<bool> {
+        bound = rounded_gradient_bound(tensor.before[i], std::fabs(want) + radius, output);
+        if (!std::isfinite(got)) return false;
+        const double error = std::fabs(got - want);
+        if (error <= bound - radius) return true;
+        if (error > bound + radius) return false;
+        return std::nullopt;
+      };
+      std::optional<bool> within = verdict();
+      stats.add(std::fabs(got - want), bound, tensor.scale[i], u_out);
+      if (!std::isfinite(bound)) continue;  // no bound: counted as not judged
+      if (!within && !from_certified) {
+        take_certified();
+        within = verdict();
+      }
+      if (!within)
+        throw ReferenceError("a gradient within half a float64 ulp of its bound: " +
+                             gradient_element_name(p, tensor.name, i));
+      if (*within) continue;
+      return gradient_element_name(p, tensor.name, i) + " is " + number_text(got) + ", the certified gradient " +
+             number_text(want) + ": error " + number_text(std::fabs(got - want)) + " exceeds the bound " +
+             number_text(bound);
+    }
+  }
+  return "";
+}
+
+}  // namespace attnspec

@@ -1,0 +1,45 @@
+// Judging a kernel's backward pass (spec/SPEC.md sections 2.6 and 6.11):
+// its dQ, dK, dV and sink gradients against the certified gradients, each
+// within the worst-case bound of its kernel class. GRADPREC, the gradient
+// laws and the backward kernels' tests share it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "adapters/kernel.hpp"
+#include "properties/harness.hpp"
+#include "spec/gradient_bound.hpp"
+
+namespace attnspec {
+
+// A backward run with what its bounds need.
+struct GradientEvaluation {
+  GradientOutputs got;
+  std::vector<ForwardRow> forward;  // the certified forward of every row
+  GradientBounds bounds;            // the kernel class's (SPEC 6.11 step 7; step 8 when compared)
+};
+
+// The kernel class of a kernel's backward: its forward's formats, P and
+// dS kept in the accumulator.
+GradientClass gradient_class(const Kernel& kernel);
+
+// Runs the kernel's backward on p (which carries dO) and computes the
+// bounds; throws std::runtime_error when a gradient has the wrong size.
+GradientEvaluation evaluate_gradients(Kernel& kernel, const Problem& p);
+
+// "" when every gradient value is within its bound of the certified one,
+// else the first that is not. The long double enclosure
+// (reference/fast_gradients.hpp) decides what it can; the multiprecision
+// gradients the rest.
+std::string gradients_outside_bound(const Problem& p, const GradientEvaluation& e, FormatId output,
+                                    ErrorStats& stats);
+
+// The bound on a computed value `got` (section 6.11 step 8) without the
+// exact value: its magnitude is at most |got| plus the bound itself.
+double bound_around(double before, double got, FormatId output);
+
+// "dK (b=0, g=1, j=5, t=2)" for the flat index of a gradient tensor.
+std::string gradient_element_name(const Problem& p, char tensor, std::size_t flat);
+
+}  // namespace attnspec
