@@ -36,6 +36,10 @@ struct KernelFormats {
   // 3's fp8 path: e4m3, scale 256. nullopt: no such rounding.
   std::optional<FormatId> weights;
   double weights_scale = 1;  // finite, >= 1, at most the weights format's largest value
+  // The backward's storage format F_s (spec/SPEC.md 6.11): P and dS rounded
+  // to it before their products (FlashAttention 2 converts them to the
+  // input type for its tensor cores). nullopt: kept in the accumulator.
+  std::optional<FormatId> gradient_storage;
 };
 
 // ", weights float8_e4m3fn x 256" for a kernel that declares a weights

@@ -47,6 +47,7 @@ int report(const CheckArgs& args, Kernel& kernel, const Case& c, const std::stri
   std::cout << (failure.empty() ? "PASS" : "FAIL") << "  " << args.case_dir << " on " << args.kernel;
   if (!clause.empty()) std::cout << " (saved by clause " << clause << ")";
   if (stats.max_error_u >= 0) std::cout << ": max error " << stats.max_error_u << " u, bound " << stats.bound_u << " u";
+  if (!c.problem.dout.empty()) std::cout << " (the gradients judged too)";
   std::cout << "\n";
   if (!failure.empty()) std::cout << "  " << failure << "\n";
   kernel.end_run(!failure.empty());
@@ -62,7 +63,7 @@ int check(const CheckArgs& args) {
   const auto missing = missing_capabilities(kernel->capabilities(), c.problem);
   if (!missing.empty()) throw InputError(args.case_dir, "", "kernel " + args.kernel + " cannot run this case: " + missing.front());
   const FormatId input = kernel->formats().input;
-  for (const auto* values : {&c.problem.q, &c.problem.k, &c.problem.v})
+  for (const auto* values : {&c.problem.q, &c.problem.k, &c.problem.v, &c.problem.dout})
     for (double x : *values)
       if (!is_representable(x, input))
         throw InputError(args.case_dir, "dtype",

@@ -13,7 +13,10 @@
 
 namespace attnspec {
 
-GradientClass gradient_class(const Kernel& kernel) { return GradientClass{format_class(kernel.formats()), std::nullopt}; }
+GradientClass gradient_class(const Kernel& kernel) {
+  const KernelFormats f = kernel.formats();
+  return GradientClass{format_class(f), f.gradient_storage};
+}
 
 GradientEvaluation evaluate_gradients(Kernel& kernel, const Problem& p) {
   GradientEvaluation e;
@@ -63,6 +66,11 @@ std::string gradients_outside_bound(const Problem& p, const GradientEvaluation& 
   const GradientEnclosure fast = enclosed_gradients(p, e.forward);
   std::optional<GradientResult> certified;  // taken once, for the verdicts the enclosure leaves open
   const double u_out = format_info(output).unit_roundoff;
+  // The least magnitude that rounds to infinity in the output format
+  // (round to nearest: the largest finite value plus half its spacing).
+  const FormatInfo& out_format = format_info(output);
+  const double overflow = out_format.has_infinity ? out_format.max_finite + ulp(out_format.max_finite, output) / 2
+                                                  : INFINITY;
   struct Tensor {
     char name;
     const std::vector<double>& got;
@@ -98,6 +106,15 @@ std::string gradients_outside_bound(const Problem& p, const GradientEvaluation& 
       // cannot tell.
       const auto verdict = [&]() -> std::optional<bool> {
         bound = rounded_gradient_bound(tensor.before[i], std::fabs(want) + radius, output);
+        if (std::isinf(got)) {
+          // Rounding to the output format overflows to the infinity of the
+          // value's sign where the value may reach the format's overflow
+          // threshold (SPEC 6.11 step 8); nowhere else.
+          if (std::signbit(got) != std::signbit(want) || !std::isfinite(bound)) return false;
+          if (std::fabs(want) - radius - tensor.before[i] >= overflow) return true;
+          if (std::fabs(want) + radius + tensor.before[i] < overflow) return false;
+          return std::nullopt;
+        }
         if (!std::isfinite(got)) return false;
         const double error = std::fabs(got - want);
         if (error <= bound - radius) return true;

@@ -20,8 +20,8 @@ struct GradientEvaluation {
   GradientBounds bounds;            // the kernel class's (SPEC 6.11 step 7; step 8 when compared)
 };
 
-// The kernel class of a kernel's backward: its forward's formats, P and
-// dS kept in the accumulator.
+// The kernel class of a kernel's backward: its forward's formats and its
+// declared storage format for P and dS.
 GradientClass gradient_class(const Kernel& kernel);
 
 // Runs the kernel's backward on p (which carries dO) and computes the

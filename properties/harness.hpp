@@ -122,7 +122,9 @@ std::string related(Problem& drawn, const Problem& pa, const Evaluation& a, cons
 
 // The whole single-case check of `attnspec check`: "" when every output is
 // within its bound of both tiers, non-finite exactly where the reference is
-// NaN, and the lse (if the kernel returns one) within its bound.
+// NaN, the lse (if the kernel returns one) within its bound, and, for a
+// case with dO and a kernel with a backward pass, every gradient within
+// its bound (GRADPREC's rule).
 std::string check_against_reference(Kernel& kernel, const Problem& p, ErrorStats& stats);
 // The same for a result the kernel has already returned.
 std::string check_result_against_reference(const Kernel& kernel, const Problem& p, KernelResult got, ErrorStats& stats);

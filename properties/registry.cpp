@@ -28,6 +28,7 @@ constexpr std::array kProperties = {
     RegisteredProperty{"PREC", check_prec},         RegisteredProperty{"PRECTIGHT", check_prectight},
     RegisteredProperty{"PRECREL", check_precrel},
     RegisteredProperty{"GRADPREC", check_gradprec}, RegisteredProperty{"GRADSUM", check_gradsum},
+    RegisteredProperty{"GRADMASK", check_gradmask},
     RegisteredProperty{"GOLDEN", check_golden},     RegisteredProperty{"DETERM", check_determ},
 };
 

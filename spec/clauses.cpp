@@ -42,6 +42,7 @@ constexpr std::array kClauses = {
     Clause{"PRECREL", "max error at most 2x the naive implementation's in the same formats, plus the rounding floor", ClauseKind::precision, kNeedsNothing},
     Clause{"GRADPREC", "every gradient (dQ, dK, dV, the sinks') is within the backward's bound of the certified gradients", ClauseKind::precision, kNeedsBackward},
     Clause{"GRADSUM", "a head's key gradients sum to zero and its value gradients to the dO of its rows", ClauseKind::semantic, kNeedsBackward},
+    Clause{"GRADMASK", "blocked keys, NaN or not, get exactly zero dK and dV and change no other gradient", ClauseKind::semantic, kNeedsBackward | kNeedsBoolMask},
     Clause{"GOLDEN", "the golden cases (cases/golden) pass", ClauseKind::golden, kNeedsNothing},
     Clause{"DETERM", "the same inputs give bitwise identical outputs on repeated calls", ClauseKind::informative, kNeedsNothing},
 };

@@ -223,7 +223,9 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
         ds_abs = dx_abs * cap_prime;
         cap_factor = 1 + th * th;  // 1 - tanh^2 before its cancellation
       }
-      const double f_j = s * (e_s * (1 + g3) + g3 * ds_abs);
+      // dS may be stored after the scale rather than before: half a
+      // subnormal of F_s either way.
+      const double f_j = s * (e_s * (1 + g3) + g3 * ds_abs) + st.half_subnormal;
       const double dd_abs = s * ds_abs;
       // The term's size before any cancellation, in dO . V_j and dO . o as
       // in dP_j - D (the unit of the reports, SPEC 6.11 Evaluation).

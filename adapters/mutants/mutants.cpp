@@ -380,6 +380,8 @@ std::span<const MutantEntry> mutant_kernels() {
     entries.insert(entries.end(), tiles.begin(), tiles.end());
     const std::span<const MutantEntry> layouts = layout_mutant_kernels();
     entries.insert(entries.end(), layouts.begin(), layouts.end());
+    const std::span<const MutantEntry> backward = backward_mutant_kernels();
+    entries.insert(entries.end(), backward.begin(), backward.end());
     return entries;
   }();
   return all;

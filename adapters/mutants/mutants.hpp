@@ -32,10 +32,11 @@ struct MutantEntry {
 };
 
 // Every mutant: the row and 32-key-tile ones (mutants.cpp), then the
-// tile-boundary ones (tile_mutants.cpp), then the layout ones
-// (layout_mutants.cpp).
+// tile-boundary ones (tile_mutants.cpp), the layout ones
+// (layout_mutants.cpp) and the backward ones (backward_mutants.cpp).
 std::span<const MutantEntry> mutant_kernels();
 std::span<const MutantEntry> tile_mutant_kernels();
 std::span<const MutantEntry> layout_mutant_kernels();  // layout_mutants.cpp: SPEC 2.5's layouts
+std::span<const MutantEntry> backward_mutant_kernels();  // backward_mutants.cpp: SPEC 2.6's gradients
 
 }  // namespace attnspec

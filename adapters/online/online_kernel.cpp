@@ -6,6 +6,7 @@
 
 #include "adapters/merge/merge_states.hpp"
 #include "adapters/online/layout_rows.hpp"
+#include "adapters/online/online_backward.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -55,7 +56,22 @@ class OnlineKernel final : public Kernel {
     Capabilities c = full_capabilities();
     c.varlen = c.kv_cache = c.paged_kv_cache = true;
     c.merge_partials = FormatId::float32;
+    c.backward = backward_;
     return c;
+  }
+
+  // FlashAttention 2's backward (adapters/online/online_backward.hpp),
+  // from this kernel's own forward output and lse.
+  void enable_backward(BackwardBug bug) {
+    backward_ = true;
+    backward_bug_ = bug;
+    if (formats_.input != formats_.accumulate) formats_.gradient_storage = formats_.input;
+  }
+
+  GradientOutputs run_backward(const Problem& p) override {
+    if (!backward_) return Kernel::run_backward(p);
+    return flash_backward(p, run(p), formats_.gradient_storage.value_or(formats_.accumulate), formats_.output,
+                          backward_bug_);
   }
 
   KernelResult merge(const MergeInput& input) override { return merge_states<float>(input, formats_.output, merge_bug_); }
@@ -317,6 +333,8 @@ class OnlineKernel final : public Kernel {
   float weights_scale_;  // 1 without a weights format
   LayoutBug bug_;
   MergeBug merge_bug_;
+  bool backward_ = false;
+  BackwardBug backward_bug_ = BackwardBug::none;
 };
 
 }  // namespace
@@ -342,9 +360,21 @@ std::unique_ptr<Kernel> make_online_f32_with_layout_bug(std::string name, Layout
   return std::make_unique<OnlineKernel>(std::move(name), KernelFormats{FormatId::float32, FormatId::float32, FormatId::float32},
                                         TileSizes{}, 1.0, bug);
 }
-std::unique_ptr<Kernel> make_online_f32() { return make_online_kernel(FormatId::float32); }
-std::unique_ptr<Kernel> make_online_bf16() { return make_online_kernel(FormatId::bfloat16); }
-std::unique_ptr<Kernel> make_online_f16() { return make_online_kernel(FormatId::float16); }
+namespace {
+std::unique_ptr<Kernel> with_backward(std::string name, FormatId io_format, BackwardBug bug) {
+  auto kernel = std::make_unique<OnlineKernel>(std::move(name), KernelFormats{io_format, FormatId::float32, io_format},
+                                               TileSizes{}, 1.0);
+  kernel->enable_backward(bug);
+  return kernel;
+}
+}  // namespace
+
+std::unique_ptr<Kernel> make_online_f32() { return with_backward("online-f32", FormatId::float32, BackwardBug::none); }
+std::unique_ptr<Kernel> make_online_bf16() { return with_backward("online-bf16", FormatId::bfloat16, BackwardBug::none); }
+std::unique_ptr<Kernel> make_online_f16() { return with_backward("online-f16", FormatId::float16, BackwardBug::none); }
+std::unique_ptr<Kernel> make_online_f32_with_backward_bug(std::string name, BackwardBug bug) {
+  return with_backward(std::move(name), FormatId::float32, bug);
+}
 
 KernelFormats fp8_formats() {
   KernelFormats f{FormatId::float8_e4m3fn, FormatId::float32, FormatId::bfloat16};

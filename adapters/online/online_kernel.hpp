@@ -9,6 +9,7 @@
 
 #include "adapters/kernel.hpp"
 #include "adapters/merge/merge_states.hpp"
+#include "adapters/online/online_backward.hpp"
 
 namespace attnspec {
 
@@ -39,12 +40,17 @@ enum class LayoutBug {
 std::unique_ptr<Kernel> make_online_f32_with_layout_bug(std::string name, LayoutBug bug);
 // online-f32 whose merge operator has `bug` (adapters/merge/merge_states.hpp).
 std::unique_ptr<Kernel> make_online_f32_with_merge_bug(std::string name, MergeBug bug);
+// online-f32, online-bf16 and online-f16 have FlashAttention 2's backward
+// (adapters/online/online_backward.hpp), P and dS stored in the input
+// format.
 std::unique_ptr<Kernel> make_online_f32();
 // online-f32 in split-KV mode: 64-key splits of 32-key tiles, float32
 // partials reduced from their maxima and sums. online-f32-splitkv.
 std::unique_ptr<Kernel> make_online_f32_splitkv();
 std::unique_ptr<Kernel> make_online_bf16();
 std::unique_ptr<Kernel> make_online_f16();
+// online-f32 whose backward has `bug`: the backward mutants.
+std::unique_ptr<Kernel> make_online_f32_with_backward_bug(std::string name, BackwardBug bug);
 
 // FlashAttention 3's fp8 forward pass: e4m3fn inputs with descales,
 // 128-row by 128-key tiles, online softmax in float32, each unnormalised

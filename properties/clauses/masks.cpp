@@ -1,5 +1,5 @@
-// MASKBOOL, MASKADD, MASKNAN, CAUSAL and FULLMASK: what masks do (spec/SPEC.md
-// section 7). Blocked keys whose contents are changed are blocked for every
+// MASKBOOL, MASKADD, MASKNAN, CAUSAL, FULLMASK and GRADMASK: what masks do
+// (spec/SPEC.md section 7), in the forward and the backward. Blocked keys whose contents are changed are blocked for every
 // query of every head, so their K and V rows may be rewritten freely.
 #include <rapidcheck.h>
 
@@ -10,6 +10,7 @@
 
 #include "properties/clauses/clauses.hpp"
 #include "properties/generators.hpp"
+#include "properties/gradient_check.hpp"
 #include "properties/harness.hpp"
 #include "spec/precision_model.hpp"
 
@@ -109,6 +110,28 @@ ClauseOutcome check_masknan(PropertyContext& context) {
     rewrite_blocked(poisoned, first, [&](double& x) { x = value; });
     return related(p, original, clean, poisoned, evaluate(context.kernel, poisoned), same_index(p.out_size()),
                    "NaN or Inf written at blocked keys and values", u_out, stats);
+  });
+}
+
+// The backward of a problem whose blocked keys hold NaN or an infinity is
+// the clean problem's (SPEC 2.6: blocked positions are never read), their
+// own dK and dV exactly 0: GRADPREC's rule on the poisoned problem, whose
+// certified gradients are the clean ones.
+ClauseOutcome check_gradmask(PropertyContext& context) {
+  const FormatId output = context.kernel.formats().output;
+  const bool has_infinity = format_info(context.kernel.formats().input).has_infinity;
+  Features features = without_masks();
+  features.backward = true;
+  features.descales = false;
+  return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
+    p = draw_problem(context.kernel, context.profile, features);
+    const int first = add_padding_mask(p);
+    const int poison = draw_in(0, has_infinity ? 2 : 0);
+    const double value = poison == 0   ? std::numeric_limits<double>::quiet_NaN()
+                         : poison == 1 ? INFINITY
+                                       : -INFINITY;
+    rewrite_blocked(p, first, [&](double& x) { x = value; });
+    return gradients_outside_bound(p, evaluate_gradients(context.kernel, p), output, stats);
   });
 }
 
