@@ -147,7 +147,7 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
     // Step 1: each weight's error, the larger of the softmax's and the
     // recomputation's from the lse, then P stored in F_s.
     const double lse_shift = fb.logit_error + fb.lse;  // Delta + B_lse
-    const double lse_slack_base = f.lse;
+    const double lse_approx = f.lse;  // within its enclosure; the slack below covers it
     for (std::size_t i = 0; i < n_keys; ++i) {
       const int j = keys[i];
       const double wj = w[i];
@@ -157,8 +157,8 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
         recomputed = wj * (std::exp(lse_shift + g4 * (std::fabs(gap) + lse_shift)) * (1 + 4 * u) - 1);
       } else {
         const double slack = 2 * (d.d_k + 16) * kDoubleU * (fb.logit_scale[static_cast<std::size_t>(j)] +
-                                                              std::fabs(lse_slack_base)) + 1e-300;
-        const double gap = std::max(0.0, lse_slack_base - logit[i] - slack);
+                                                              std::fabs(lse_approx)) + 1e-300;
+        const double gap = std::max(0.0, lse_approx - logit[i] - slack);
         recomputed = std::exp(-gap * (1 - g4) + lse_shift * (1 + g4)) * (1 + 4 * u);
       }
       const double softmax = fb.weight_error[static_cast<std::size_t>(j)];
