@@ -218,6 +218,34 @@ void ErrorStats::merge(const ErrorStats& other) {
 
 double output_unit(const Kernel& kernel) { return format_info(kernel.formats().output).unit_roundoff; }
 
+Problem repeat_kv_heads(const Problem& p) {
+  Problem repeated = p;
+  const int Hq = p.dims.q_heads, S = p.dims.kv_len;
+  repeated.dims.kv_heads = Hq;
+  repeated.k.clear();
+  repeated.v.clear();
+  for (int b = 0; b < p.dims.batch; ++b)
+    for (int h = 0; h < Hq; ++h)
+      for (int j = 0; j < S; ++j) {
+        const auto k = p.key_row(b, p.kv_head_of(h), j);
+        const auto v = p.value_row(b, p.kv_head_of(h), j);
+        repeated.k.insert(repeated.k.end(), k.begin(), k.end());
+        repeated.v.insert(repeated.v.end(), v.begin(), v.end());
+      }
+  if (p.descales) {  // each query head's copy keeps its kv head's factors
+    Descales per_query_head{{}, {}, {}, p.descales->applied};
+    for (int b = 0; b < p.dims.batch; ++b)
+      for (int h = 0; h < Hq; ++h) {
+        const int g = p.kv_head_of(h), Hkv = p.dims.kv_heads;
+        per_query_head.q.push_back(p.descales->q_of(b, g, Hkv));
+        per_query_head.k.push_back(p.descales->k_of(b, g, Hkv));
+        per_query_head.v.push_back(p.descales->v_of(b, g, Hkv));
+      }
+    repeated.descales = std::move(per_query_head);
+  }
+  return repeated;
+}
+
 std::string number_text(double x) {
   std::ostringstream s;
   s.precision(17);

@@ -148,6 +148,10 @@ using PropertyBody = std::function<std::string(Problem& drawn, ErrorStats& stats
 // one of context.expected_shapes.
 ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body);
 
+// p with every query head given its own copy of its kv head's K, V (and
+// descale factors): the same function without GQA (GQA, GRADGQA).
+Problem repeat_kv_heads(const Problem& p);
+
 // x with 17 significant digits (the double exactly), for messages.
 std::string number_text(double x);
 

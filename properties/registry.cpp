@@ -28,7 +28,7 @@ constexpr std::array kProperties = {
     RegisteredProperty{"PREC", check_prec},         RegisteredProperty{"PRECTIGHT", check_prectight},
     RegisteredProperty{"PRECREL", check_precrel},
     RegisteredProperty{"GRADPREC", check_gradprec}, RegisteredProperty{"GRADSUM", check_gradsum},
-    RegisteredProperty{"GRADMASK", check_gradmask},
+    RegisteredProperty{"GRADMASK", check_gradmask}, RegisteredProperty{"GRADGQA", check_gradgqa},
     RegisteredProperty{"GOLDEN", check_golden},     RegisteredProperty{"DETERM", check_determ},
 };
 

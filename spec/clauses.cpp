@@ -43,6 +43,7 @@ constexpr std::array kClauses = {
     Clause{"GRADPREC", "every gradient (dQ, dK, dV, the sinks') is within the backward's bound of the certified gradients", ClauseKind::precision, kNeedsBackward},
     Clause{"GRADSUM", "a head's key gradients sum to zero and its value gradients to the dO of its rows", ClauseKind::semantic, kNeedsBackward},
     Clause{"GRADMASK", "blocked keys, NaN or not, get exactly zero dK and dV and change no other gradient", ClauseKind::semantic, kNeedsBackward | kNeedsBoolMask},
+    Clause{"GRADGQA", "a kv head's dK and dV are the sums over its query heads, as with K and V repeated per query head", ClauseKind::semantic, kNeedsBackward | kNeedsGqa},
     Clause{"GOLDEN", "the golden cases (cases/golden) pass", ClauseKind::golden, kNeedsNothing},
     Clause{"DETERM", "the same inputs give bitwise identical outputs on repeated calls", ClauseKind::informative, kNeedsNothing},
 };

@@ -41,6 +41,7 @@ ClauseOutcome check_precrel(PropertyContext& context);
 ClauseOutcome check_gradprec(PropertyContext& context);
 ClauseOutcome check_gradsum(PropertyContext& context);
 ClauseOutcome check_gradmask(PropertyContext& context);
+ClauseOutcome check_gradgqa(PropertyContext& context);
 ClauseOutcome check_golden(PropertyContext& context);
 ClauseOutcome check_determ(PropertyContext& context);
 

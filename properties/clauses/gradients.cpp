@@ -1,6 +1,7 @@
-// GRADPREC and GRADSUM: the backward pass (spec/SPEC.md sections 2.6 and
+// GRADPREC, GRADSUM and GRADGQA: the backward pass (spec/SPEC.md sections 2.6 and
 // 6.11), against the certified gradients and against the laws every exact
 // gradient obeys.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -112,6 +113,97 @@ ClauseOutcome check_gradsum(PropertyContext& context) {
                    ": they differ by more than the sum of the bounds, " + number_text(static_cast<double>(tolerance));
         }
       }
+    return "";
+  });
+}
+
+// Under GQA a kv head's dK and dV are the sums over its query heads (SPEC
+// 2.6): the grouped problem's against K and V repeated per query head,
+// whose dK and dV are per query head; dQ and the sinks' gradients are the
+// same values. Each compared value of the kernel is within its bound of
+// the common exact one, so they differ by at most the sum of the bounds.
+ClauseOutcome check_gradgqa(PropertyContext& context) {
+  const FormatId output = context.kernel.formats().output;
+  const double u_out = format_info(output).unit_roundoff;
+  return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
+    // A group of at least two query heads: one kv head read by one query
+    // head has nothing to sum.
+    p = draw_problem(context.kernel, context.profile, backward_features(), [](Dims& d) {
+      const int group = std::max(2, d.q_heads / d.kv_heads);
+      d.q_heads = d.kv_heads * group;
+    });
+    const Problem repeated = repeat_kv_heads(p);
+    const GradientEvaluation grouped = evaluate_gradients(context.kernel, p);
+    const GradientEvaluation apart = evaluate_gradients(context.kernel, repeated);
+    const Dims& d = p.dims;
+    const auto S = static_cast<std::size_t>(d.kv_len);
+    const int group = d.q_heads / d.kv_heads;
+    // The failing problem saved is the one outside its own bounds (one
+    // must be: their exact gradients agree).
+    const auto fail = [&](const std::string& what) {
+      ErrorStats ignored;
+      if (gradients_outside_bound(p, grouped, output, ignored).empty()) p = repeated;
+      return what + " (grouped heads against K and V repeated per query head)";
+    };
+    // One value of the grouped problem against the sum of `count` values
+    // of the repeated one, `stride` apart.
+    const auto compare = [&](double got, double before, const std::vector<double>& other,
+                             const std::vector<double>& other_before, const std::vector<double>& other_scale,
+                             std::size_t first, std::size_t stride, int count, double scale, const std::string& name)
+        -> std::string {
+      long double sum = 0, magnitude = 0;
+      double tolerance = bound_around(before, got, output);
+      double other_size = 0;
+      for (int c = 0; c < count; ++c) {
+        const std::size_t i = first + static_cast<std::size_t>(c) * stride;
+        sum += other[i];
+        magnitude += std::fabs(other[i]);
+        tolerance += bound_around(other_before[i], other[i], output);
+        other_size += other_scale[i];
+      }
+      tolerance += static_cast<double>(2 * count * 0x1p-63L * magnitude);
+      const double difference = static_cast<double>(std::fabs(static_cast<long double>(got) - sum));
+      stats.add(difference, tolerance, scale + other_size, u_out);
+      if (!std::isfinite(tolerance) || difference <= tolerance) return "";
+      return fail(name + " is " + number_text(got) + " grouped and sums to " + number_text(static_cast<double>(sum)) +
+                  " over the repeated heads: they differ by " + number_text(difference) + ", more than the bounds' " +
+                  number_text(tolerance));
+    };
+    for (std::size_t i = 0; i < grouped.got.dq.size(); ++i)
+      if (std::string f = compare(grouped.got.dq[i], grouped.bounds.dq[i], apart.got.dq, apart.bounds.dq,
+                                  apart.bounds.dq_scale, i, 0, 1, grouped.bounds.dq_scale[i],
+                                  gradient_element_name(p, 'Q', i));
+          !f.empty())
+        return f;
+    for (std::size_t i = 0; i < grouped.got.dsink.size(); ++i)
+      if (std::string f = compare(grouped.got.dsink[i], grouped.bounds.dsink[i], apart.got.dsink, apart.bounds.dsink,
+                                  apart.bounds.dsink_scale, i, 0, 1, grouped.bounds.dsink_scale[i],
+                                  gradient_element_name(p, 'S', i));
+          !f.empty())
+        return f;
+    // Key (b, g, j) of the grouped problem is key (b, g group + c, j) of the
+    // repeated one for c < group.
+    for (const char tensor : {'K', 'V'}) {
+      const bool is_k = tensor == 'K';
+      const auto width = static_cast<std::size_t>(is_k ? d.d_k : d.d_v);
+      const GradientOutputs& g = grouped.got;
+      const std::vector<double>& mine = is_k ? g.dk : g.dv;
+      const std::vector<double>& mine_before = is_k ? grouped.bounds.dk : grouped.bounds.dv;
+      const std::vector<double>& mine_scale = is_k ? grouped.bounds.dk_scale : grouped.bounds.dv_scale;
+      const std::vector<double>& other = is_k ? apart.got.dk : apart.got.dv;
+      const std::vector<double>& other_before = is_k ? apart.bounds.dk : apart.bounds.dv;
+      const std::vector<double>& other_scale = is_k ? apart.bounds.dk_scale : apart.bounds.dv_scale;
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        const std::size_t t = i % width, j = i / width % S, kv = i / width / S % static_cast<std::size_t>(d.kv_heads),
+                          b = i / width / S / static_cast<std::size_t>(d.kv_heads);
+        const std::size_t first =
+            ((b * static_cast<std::size_t>(d.q_heads) + kv * static_cast<std::size_t>(group)) * S + j) * width + t;
+        if (std::string f = compare(mine[i], mine_before[i], other, other_before, other_scale, first, S * width, group,
+                                    mine_scale[i], gradient_element_name(p, tensor, i));
+            !f.empty())
+          return f;
+      }
+    }
     return "";
   });
 }

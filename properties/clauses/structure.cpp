@@ -140,30 +140,7 @@ ClauseOutcome check_gqa(PropertyContext& context) {
       d.kv_heads = std::max(2, d.kv_heads);
       d.q_heads = d.kv_heads * group;
     });
-    Problem repeated = p;  // every query head gets its own copy of its kv head
-    const int Hq = p.dims.q_heads, S = p.dims.kv_len;
-    repeated.dims.kv_heads = Hq;
-    repeated.k.clear();
-    repeated.v.clear();
-    for (int b = 0; b < p.dims.batch; ++b)
-      for (int h = 0; h < Hq; ++h)
-        for (int j = 0; j < S; ++j) {
-          const auto k = p.key_row(b, p.kv_head_of(h), j);
-          const auto v = p.value_row(b, p.kv_head_of(h), j);
-          repeated.k.insert(repeated.k.end(), k.begin(), k.end());
-          repeated.v.insert(repeated.v.end(), v.begin(), v.end());
-        }
-    if (p.descales) {  // each query head's copy keeps its kv head's factors
-      Descales per_query_head{{}, {}, {}, p.descales->applied};
-      for (int b = 0; b < p.dims.batch; ++b)
-        for (int h = 0; h < Hq; ++h) {
-          const int g = p.kv_head_of(h), Hkv = p.dims.kv_heads;
-          per_query_head.q.push_back(p.descales->q_of(b, g, Hkv));
-          per_query_head.k.push_back(p.descales->k_of(b, g, Hkv));
-          per_query_head.v.push_back(p.descales->v_of(b, g, Hkv));
-        }
-      repeated.descales = std::move(per_query_head);
-    }
+    const Problem repeated = repeat_kv_heads(p);
     const Problem grouped = p;
     return related(p, grouped, evaluate(context.kernel, grouped), repeated, evaluate(context.kernel, repeated),
                    same_index(p.out_size()), "grouped heads against K and V repeated per query head", u_out, stats);
