@@ -47,6 +47,21 @@ TEST(ProcessProtocol, ParsesAHelloReply) {
   EXPECT_EQ(info.capabilities.max_elements, 64u);
 }
 
+TEST(ProcessProtocol, ParsesTheBackwardAndItsStorageFormat) {
+  EXPECT_FALSE(parse_hello_reply(kGoodHello).capabilities.backward);
+  nlohmann::json reply = nlohmann::json::parse(kGoodHello);
+  reply["capabilities"]["backward"] = true;
+  reply["formats"]["gradient_storage"] = "bfloat16";
+  const AdapterInfo info = parse_hello_reply(reply.dump());
+  EXPECT_TRUE(info.capabilities.backward);
+  EXPECT_EQ(info.formats.gradient_storage, FormatId::bfloat16);
+  reply["formats"]["gradient_storage"] = "bfloat17";
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("formats.gradient_storage"), std::string::npos);
+  reply["formats"].erase("gradient_storage");
+  reply["capabilities"]["backward"] = "yes";
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.backward"), std::string::npos);
+}
+
 TEST(ProcessProtocol, RejectsBadHelloRepliesNamingTheField) {
   EXPECT_NE(error_of([] { parse_hello_reply("not json"); }).find("not JSON"), std::string::npos);
   EXPECT_NE(error_of([] { parse_hello_reply(R"({"protocol": 2})"); }).find("'protocol'"), std::string::npos);

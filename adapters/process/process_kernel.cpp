@@ -92,6 +92,28 @@ class ProcessKernel final : public Kernel {
     return exchange("dense", directory, {out_shape(problem), lse_shape(problem), {}, {}}, info_.capabilities.lse);
   }
 
+  // The backward (SPEC 2.6): the dense case with dout.npy, requested with
+  // kind "backward"; the gradients come back as dq.npy, dk.npy, dv.npy
+  // (and dsink.npy with sinks), in the output format.
+  GradientOutputs run_backward(const Problem& problem) override {
+    if (!info_.capabilities.backward) return Kernel::run_backward(problem);
+    ensure_started();
+    const fs::path directory = fresh_case_directory();
+    save_case(Case{directory, info_.formats.input, problem, {{"generator", "attnspec process kernel"}}, std::nullopt}, directory);
+    const Deadline deadline = request_and_await("backward", directory);
+    const Dims& d = problem.dims;
+    const auto z = [](int x) { return static_cast<std::size_t>(x); };
+    const auto read = [&](const char* name, std::vector<std::size_t> shape) {
+      return read_output(directory / name, shape, info_.formats.output, "output", {}, deadline);
+    };
+    GradientOutputs g;
+    g.dq = read("dq.npy", {z(d.batch), z(d.q_heads), z(d.q_len), z(d.d_k)});
+    g.dk = read("dk.npy", {z(d.batch), z(d.kv_heads), z(d.kv_len), z(d.d_k)});
+    g.dv = read("dv.npy", {z(d.batch), z(d.kv_heads), z(d.kv_len), z(d.d_v)});
+    if (!problem.sinks.empty()) g.dsink = read("dsink.npy", {problem.sinks.size()});
+    return g;
+  }
+
   // The layouts and the merge travel as attnspec-packed/1 directories
   // (packed_case.hpp), requested with their "kind".
   KernelResult run_varlen(const VarlenBatch& batch) override {
@@ -145,8 +167,22 @@ class ProcessKernel final : public Kernel {
   // Sends the request for the case in `directory`, waits for the answer and
   // reads back out.npy (and lse.npy) in the shapes `outputs` gives.
   KernelResult exchange(std::string_view kind, const fs::path& directory, const PackedOutputs& outputs, bool with_lse) {
+    const Deadline deadline = request_and_await(kind, directory);
+    KernelResult result;
+    result.out = read_output(directory / "out.npy", outputs.out_shape, info_.formats.output, "output", outputs.out_read,
+                             deadline);
+    // The lse is rounded to the accumulation format (SPEC 6.6), as
+    // FlashAttention's float32 lse beside float16 outputs.
+    if (with_lse)
+      result.lse = read_output(directory / "lse.npy", outputs.lse_shape, info_.formats.accumulate, "accumulation",
+                               outputs.lse_read, deadline);
+    return result;
+  }
+
+  // Sends the request and waits for a successful answer; returns the
+  // deadline for reading what the adapter wrote (one for both).
+  Deadline request_and_await(std::string_view kind, const fs::path& directory) {
     const std::uint64_t id = ++last_id_;
-    // One deadline for the answer and for reading what the adapter wrote.
     const auto deadline = std::chrono::steady_clock::now() + options_.case_timeout;
     if (!process_->write_line(run_request(id, directory, kind))) fail_and_restart("closed its stdin before the case was sent");
 
@@ -174,16 +210,7 @@ class ProcessKernel final : public Kernel {
     log_->flush();
     if (!reply.ok && reply.unsupported) throw KernelUnsupported("the adapter declined the case: " + reply.error);
     if (!reply.ok) throw std::runtime_error("the adapter reported an error: " + reply.error);
-
-    KernelResult result;
-    result.out = read_output(directory / "out.npy", outputs.out_shape, info_.formats.output, "output", outputs.out_read,
-                             deadline);
-    // The lse is rounded to the accumulation format (SPEC 6.6), as
-    // FlashAttention's float32 lse beside float16 outputs.
-    if (with_lse)
-      result.lse = read_output(directory / "lse.npy", outputs.lse_shape, info_.formats.accumulate, "accumulation",
-                               outputs.lse_read, deadline);
-    return result;
+    return deadline;
   }
 
   AdapterInfo start() {

@@ -18,10 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 19> kCapabilityKeys = {
+constexpr std::array<std::string_view, 20> kCapabilityKeys = {
     "masks",   "causal",  "window",   "alibi", "sinks", "descales", "gqa", "scale", "softcap", "dv_ne_dk", "lse",
     "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "varlen", "kv_cache", "paged_kv_cache",
-    "merge_partials", "max_elements"};
+    "merge_partials", "max_elements", "backward"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
@@ -98,8 +98,9 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
          a.fully_masked_rows == b.fully_masked_rows && a.kv_len_at_least_q_len == b.kv_len_at_least_q_len &&
          a.causal_windows_only == b.causal_windows_only && a.varlen == b.varlen && a.kv_cache == b.kv_cache &&
-         a.paged_kv_cache == b.paged_kv_cache && a.merge_partials == b.merge_partials &&
+         a.paged_kv_cache == b.paged_kv_cache && a.merge_partials == b.merge_partials && a.backward == b.backward &&
          formats.weights == other.formats.weights && formats.weights_scale == other.formats.weights_scale &&
+         formats.gradient_storage == other.formats.gradient_storage &&
          a.max_elements == b.max_elements;
 }
 
@@ -127,7 +128,7 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   if (!reply.contains("formats") || !reply["formats"].is_object())
     fail("formats", "expected an object {\"input\": ..., \"accumulate\": ..., \"output\": ...}");
   const json& formats = reply["formats"];
-  reject_unknown(formats, "formats.", {"input", "accumulate", "output", "weights", "weights_scale"});
+  reject_unknown(formats, "formats.", {"input", "accumulate", "output", "weights", "weights_scale", "gradient_storage"});
   info.formats = {get_format(formats, "input"), get_format(formats, "accumulate"), get_format(formats, "output")};
   // Optional: P rounded to "weights" times "weights_scale" for P V (SPEC 6.4).
   if (formats.contains("weights")) {
@@ -141,6 +142,8 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   } else if (formats.contains("weights_scale")) {
     fail("formats.weights_scale", "given without formats.weights (the format P is rounded to)");
   }
+  // Optional: the backward's P and dS stored in this format (SPEC 6.11).
+  if (formats.contains("gradient_storage")) info.formats.gradient_storage = get_format(formats, "gradient_storage");
   if (!reply.contains("capabilities") || !reply["capabilities"].is_object())
     fail("capabilities", "expected an object (see the schema)");
   const json& caps = reply["capabilities"];
@@ -189,6 +192,9 @@ AdapterInfo parse_hello_reply(std::string_view line) {
                                               std::string(format_names()) + ", got " + shown(value));
     c.merge_partials = *format;
   }
+  // The backward pass of SPEC 2.6, sent with kind "backward"; P and dS
+  // stored in formats.gradient_storage if it says so (SPEC 6.11).
+  c.backward = get_bool(caps, "backward", "capabilities.");
   if (caps.contains("max_elements")) {
     const json& limit = caps["max_elements"];
     if (!limit.is_number_unsigned() || limit.get<std::uint64_t>() == 0)
