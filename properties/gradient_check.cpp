@@ -37,6 +37,17 @@ GradientEvaluation evaluate_gradients(Kernel& kernel, const Problem& p) {
   return e;
 }
 
+void discard_rows_not_declared(const Kernel& kernel, const Problem& p) {
+  if (kernel.capabilities().fully_masked_rows) return;
+  for (std::size_t row = 0; row < p.rows(); ++row) {
+    const RowIndex r = p.row_index(row);
+    bool sees = false;
+    for (int j = 0; j < p.dims.kv_len && !sees; ++j) sees = p.visible(r, j);
+    if (!sees)
+      throw NothingChecked("a row with no visible key, which the kernel does not declare it handles (fully_masked_rows)");
+  }
+}
+
 double bound_around(double before, double got, FormatId output) {
   // B = E + u_o (|g| + E) + l/2 with |g| <= |got| + B: solved for B.
   const FormatInfo& f = format_info(output);

@@ -35,6 +35,13 @@ GradientEvaluation evaluate_gradients(Kernel& kernel, const Problem& p);
 std::string gradients_outside_bound(const Problem& p, const GradientEvaluation& e, FormatId output,
                                     ErrorStats& stats);
 
+// Throws NothingChecked (the case is discarded and counted) when p has a
+// row with no visible key and the kernel does not declare
+// fully_masked_rows: the forward's deviation there (FULLMASK's) spoils
+// the gradients of every key the row's head reads (NaN weights times dO),
+// so the gradient clauses judge such kernels on the other problems.
+void discard_rows_not_declared(const Kernel& kernel, const Problem& p);
+
 // The bound on a computed value `got` (section 6.11 step 8) without the
 // exact value: its magnitude is at most |got| plus the bound itself.
 double bound_around(double before, double got, FormatId output);

@@ -16,6 +16,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Version.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/version.h>
 
 #include <array>
@@ -49,45 +50,82 @@ class LibtorchKernel final : public Kernel {
     c.additive_mask = true;
     c.causal_top_left = true;  // is_causal: key j visible to query i iff j <= i
     c.dv_ne_dk = true;
+    c.backward = true;  // autograd (run_backward)
     return c;
   }
 
   KernelResult run(const Problem& p) override {
-    const Dims& d = p.dims;
-    const at::Tensor q = to_tensor(p.q, {d.batch, d.q_heads, d.q_len, d.d_k}, type_);
-    const at::Tensor k = to_tensor(p.k, {d.batch, d.kv_heads, d.kv_len, d.d_k}, type_);
-    const at::Tensor v = to_tensor(p.v, {d.batch, d.kv_heads, d.kv_len, d.d_v}, type_);
-    // libtorch 1.13 refuses an attn_mask together with is_causal: with a
-    // mask, the causal blocks are folded into it (the one piece of glue).
-    bool causal = p.causal == Causal::top_left;
-    c10::optional<at::Tensor> mask;
-    std::vector<double> values;  // outlives the call: a float64 tensor may view it
-    if (p.mask_kind != MaskKind::none) {
-      values = p.mask;
-      if (causal) {
-        const auto L = static_cast<std::size_t>(d.q_len), S = static_cast<std::size_t>(d.kv_len);
-        for (std::size_t i = 0; i < values.size(); ++i) {
-          const std::size_t query = (i / S) % L, key = i % S;
-          if (key > query) values[i] = p.mask_kind == MaskKind::boolean ? 0.0 : -INFINITY;
-        }
-        causal = false;
-      }
-      const std::vector<int64_t> shape = {p.mask_batch, p.mask_heads, d.q_len, d.kv_len};
-      mask = to_tensor(values, shape, p.mask_kind == MaskKind::boolean ? at::kBool : type_);
-    }
-    at::Tensor out;
-    try {
-      out = std::get<0>(at::_scaled_dot_product_attention(q, k, v, mask, 0.0, false, causal));
-    } catch (const c10::Error& e) {
-      throw std::runtime_error(std::string("libtorch: ") + e.what_without_backtrace());
-    }
-    const at::Tensor result = out.to(at::kDouble).contiguous();
+    Inputs in = inputs(p, /*with_grad=*/false);
+    const at::Tensor result = attend(in).to(at::kDouble).contiguous();
     KernelResult r;
     r.out.assign(result.data_ptr<double>(), result.data_ptr<double>() + result.numel());
     return r;
   }
 
+  // libtorch's own backward: autograd through the forward's operations
+  // (1.13's _scaled_dot_product_attention is composite on the CPU: bmm,
+  // softmax, bmm), each gradient in the tensors' type.
+  GradientOutputs run_backward(const Problem& p) override {
+    Inputs in = inputs(p, /*with_grad=*/true);
+    const Dims& d = p.dims;
+    const at::Tensor out = attend(in);
+    const at::Tensor dout = to_tensor(p.dout, {d.batch, d.q_heads, d.q_len, d.d_v}, type_);
+    std::vector<at::Tensor> grads;
+    try {
+      grads = torch::autograd::grad({out}, {in.q, in.k, in.v}, {dout});
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(std::string("libtorch backward: ") + e.what_without_backtrace());
+    }
+    const auto values = [](const at::Tensor& t) {
+      const at::Tensor flat = t.to(at::kDouble).contiguous();
+      return std::vector<double>(flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
+    };
+    return {values(grads[0]), values(grads[1]), values(grads[2]), {}};
+  }
+
  private:
+  struct Inputs {
+    at::Tensor q, k, v;
+    c10::optional<at::Tensor> mask;
+    bool causal = false;
+    std::vector<double> mask_values;  // outlives the call: a float64 tensor may view it
+  };
+
+  Inputs inputs(const Problem& p, bool with_grad) const {
+    const Dims& d = p.dims;
+    Inputs in;
+    in.q = to_tensor(p.q, {d.batch, d.q_heads, d.q_len, d.d_k}, type_);
+    in.k = to_tensor(p.k, {d.batch, d.kv_heads, d.kv_len, d.d_k}, type_);
+    in.v = to_tensor(p.v, {d.batch, d.kv_heads, d.kv_len, d.d_v}, type_);
+    if (with_grad)
+      for (at::Tensor* t : {&in.q, &in.k, &in.v}) t->set_requires_grad(true);
+    // libtorch 1.13 refuses an attn_mask together with is_causal: with a
+    // mask, the causal blocks are folded into it (the one piece of glue).
+    in.causal = p.causal == Causal::top_left;
+    if (p.mask_kind != MaskKind::none) {
+      in.mask_values = p.mask;
+      if (in.causal) {
+        const auto L = static_cast<std::size_t>(d.q_len), S = static_cast<std::size_t>(d.kv_len);
+        for (std::size_t i = 0; i < in.mask_values.size(); ++i) {
+          const std::size_t query = (i / S) % L, key = i % S;
+          if (key > query) in.mask_values[i] = p.mask_kind == MaskKind::boolean ? 0.0 : -INFINITY;
+        }
+        in.causal = false;
+      }
+      const std::vector<int64_t> shape = {p.mask_batch, p.mask_heads, d.q_len, d.kv_len};
+      in.mask = to_tensor(in.mask_values, shape, p.mask_kind == MaskKind::boolean ? at::kBool : type_);
+    }
+    return in;
+  }
+
+  static at::Tensor attend(const Inputs& in) {
+    try {
+      return std::get<0>(at::_scaled_dot_product_attention(in.q, in.k, in.v, in.mask, 0.0, false, in.causal));
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(std::string("libtorch: ") + e.what_without_backtrace());
+    }
+  }
+
   static std::string short_name(FormatId format) {
     switch (format) {
       case FormatId::float64: return "f64";

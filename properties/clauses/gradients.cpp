@@ -13,10 +13,14 @@
 namespace attnspec {
 namespace {
 
-Features backward_features() {
+// A kernel that does not declare fully_masked_rows gets none drawn where
+// a mask would draw them; rows that other rules empty are discarded
+// (discard_rows_not_declared).
+Features backward_features(const Kernel& kernel) {
   Features f;
   f.backward = true;
   f.descales = false;
+  f.fully_masked_rows = kernel.capabilities().fully_masked_rows;
   return f;
 }
 
@@ -25,7 +29,8 @@ Features backward_features() {
 ClauseOutcome check_gradprec(PropertyContext& context) {
   const FormatId output = context.kernel.formats().output;
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
-    p = draw_problem(context.kernel, context.profile, backward_features());
+    p = draw_problem(context.kernel, context.profile, backward_features(context.kernel));
+    discard_rows_not_declared(context.kernel, p);
     return gradients_outside_bound(p, evaluate_gradients(context.kernel, p), output, stats);
   });
 }
@@ -40,11 +45,12 @@ ClauseOutcome check_gradprec(PropertyContext& context) {
 ClauseOutcome check_gradsum(PropertyContext& context) {
   const FormatId output = context.kernel.formats().output;
   const double u_out = format_info(output).unit_roundoff;
-  Features features = backward_features();
+  Features features = backward_features(context.kernel);
   features.softcap = false;
   features.sinks = false;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, features);
+    discard_rows_not_declared(context.kernel, p);
     const GradientEvaluation e = evaluate_gradients(context.kernel, p);
     const Dims& d = p.dims;
     const auto S = static_cast<std::size_t>(d.kv_len), dk_w = static_cast<std::size_t>(d.d_k),
@@ -128,10 +134,11 @@ ClauseOutcome check_gradgqa(PropertyContext& context) {
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     // A group of at least two query heads: one kv head read by one query
     // head has nothing to sum.
-    p = draw_problem(context.kernel, context.profile, backward_features(), [](Dims& d) {
+    p = draw_problem(context.kernel, context.profile, backward_features(context.kernel), [](Dims& d) {
       const int group = std::max(2, d.q_heads / d.kv_heads);
       d.q_heads = d.kv_heads * group;
     });
+    discard_rows_not_declared(context.kernel, p);
     const Problem repeated = repeat_kv_heads(p);
     const GradientEvaluation grouped = evaluate_gradients(context.kernel, p);
     const GradientEvaluation apart = evaluate_gradients(context.kernel, repeated);

@@ -123,6 +123,7 @@ ClauseOutcome check_gradmask(PropertyContext& context) {
   Features features = without_masks();
   features.backward = true;
   features.descales = false;
+  features.fully_masked_rows = context.kernel.capabilities().fully_masked_rows;
   return run_property(context, [&](Problem& p, ErrorStats& stats) -> std::string {
     p = draw_problem(context.kernel, context.profile, features);
     const int first = add_padding_mask(p);
@@ -131,6 +132,7 @@ ClauseOutcome check_gradmask(PropertyContext& context) {
                          : poison == 1 ? INFINITY
                                        : -INFINITY;
     rewrite_blocked(p, first, [&](double& x) { x = value; });
+    discard_rows_not_declared(context.kernel, p);
     return gradients_outside_bound(p, evaluate_gradients(context.kernel, p), output, stats);
   });
 }
