@@ -142,7 +142,7 @@ TEST_F(PackedCase, FieldsAreThoseOfTheSchema) {
   std::set<std::string> kinds;
   for (const auto& kind : schema["$defs"]["run_request"]["properties"]["kind"]["enum"]) kinds.insert(kind.get<std::string>());
   EXPECT_EQ(kinds, (std::set<std::string>{std::string(to_string(PackedKind::varlen)), std::string(to_string(PackedKind::kv_cache)),
-                                          std::string(to_string(PackedKind::merge))}));
+                                          std::string(to_string(PackedKind::merge)), std::string(kBackwardKind)}));
 }
 
 TEST(ProcessProtocolLayouts, HelloDeclaresLayoutsAndAMergeFormat) {

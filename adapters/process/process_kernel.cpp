@@ -100,7 +100,7 @@ class ProcessKernel final : public Kernel {
     ensure_started();
     const fs::path directory = fresh_case_directory();
     save_case(Case{directory, info_.formats.input, problem, {{"generator", "attnspec process kernel"}}, std::nullopt}, directory);
-    const Deadline deadline = request_and_await("backward", directory);
+    const Deadline deadline = request_and_await(kBackwardKind, directory);
     const Dims& d = problem.dims;
     const auto z = [](int x) { return static_cast<std::size_t>(x); };
     const auto read = [&](const char* name, std::vector<std::size_t> shape) {

@@ -41,6 +41,10 @@ struct RunReply {
 std::string hello_request();
 // kind: "dense" (an attnspec-case/1 directory) or a PackedKind's name (an
 // attnspec-packed/1 directory, adapters/process/packed_case.hpp).
+// The request kind of the backward pass: a dense case with dout.npy, whose
+// gradients the adapter writes (spec/SPEC.md section 8).
+inline constexpr std::string_view kBackwardKind = "backward";
+
 std::string run_request(std::uint64_t id, const std::filesystem::path& case_directory, std::string_view kind = "dense");
 std::string bye_request();
 
