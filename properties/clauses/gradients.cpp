@@ -152,63 +152,53 @@ ClauseOutcome check_gradgqa(PropertyContext& context) {
       if (gradients_outside_bound(p, grouped, output, ignored).empty()) p = repeated;
       return what + " (grouped heads against K and V repeated per query head)";
     };
-    // One value of the grouped problem against the sum of `count` values
-    // of the repeated one, `stride` apart.
-    const auto compare = [&](double got, double before, const std::vector<double>& other,
-                             const std::vector<double>& other_before, const std::vector<double>& other_scale,
-                             std::size_t first, std::size_t stride, int count, double scale, const std::string& name)
-        -> std::string {
-      long double sum = 0, magnitude = 0;
-      double tolerance = bound_around(before, got, output);
-      double other_size = 0;
-      for (int c = 0; c < count; ++c) {
-        const std::size_t i = first + static_cast<std::size_t>(c) * stride;
-        sum += other[i];
-        magnitude += std::fabs(other[i]);
-        tolerance += bound_around(other_before[i], other[i], output);
-        other_size += other_scale[i];
-      }
-      tolerance += static_cast<double>(2 * count * 0x1p-63L * magnitude);
-      const double difference = static_cast<double>(std::fabs(static_cast<long double>(got) - sum));
-      stats.add(difference, tolerance, scale + other_size, u_out);
-      if (!std::isfinite(tolerance) || difference <= tolerance) return "";
-      return fail(name + " is " + number_text(got) + " grouped and sums to " + number_text(static_cast<double>(sum)) +
-                  " over the repeated heads: they differ by " + number_text(difference) + ", more than the bounds' " +
-                  number_text(tolerance));
+    // One gradient tensor of an evaluation, with its bounds and units.
+    struct Tensor {
+      const std::vector<double>& got;
+      const std::vector<double>& before;
+      const std::vector<double>& scale;
     };
-    for (std::size_t i = 0; i < grouped.got.dq.size(); ++i)
-      if (std::string f = compare(grouped.got.dq[i], grouped.bounds.dq[i], apart.got.dq, apart.bounds.dq,
-                                  apart.bounds.dq_scale, i, 0, 1, grouped.bounds.dq_scale[i],
-                                  gradient_element_name(p, 'Q', i));
-          !f.empty())
-        return f;
-    for (std::size_t i = 0; i < grouped.got.dsink.size(); ++i)
-      if (std::string f = compare(grouped.got.dsink[i], grouped.bounds.dsink[i], apart.got.dsink, apart.bounds.dsink,
-                                  apart.bounds.dsink_scale, i, 0, 1, grouped.bounds.dsink_scale[i],
-                                  gradient_element_name(p, 'S', i));
-          !f.empty())
-        return f;
-    // Key (b, g, j) of the grouped problem is key (b, g group + c, j) of the
-    // repeated one for c < group.
-    for (const char tensor : {'K', 'V'}) {
-      const bool is_k = tensor == 'K';
-      const auto width = static_cast<std::size_t>(is_k ? d.d_k : d.d_v);
-      const GradientOutputs& g = grouped.got;
-      const std::vector<double>& mine = is_k ? g.dk : g.dv;
-      const std::vector<double>& mine_before = is_k ? grouped.bounds.dk : grouped.bounds.dv;
-      const std::vector<double>& mine_scale = is_k ? grouped.bounds.dk_scale : grouped.bounds.dv_scale;
-      const std::vector<double>& other = is_k ? apart.got.dk : apart.got.dv;
-      const std::vector<double>& other_before = is_k ? apart.bounds.dk : apart.bounds.dv;
-      const std::vector<double>& other_scale = is_k ? apart.bounds.dk_scale : apart.bounds.dv_scale;
-      for (std::size_t i = 0; i < mine.size(); ++i) {
-        const std::size_t t = i % width, j = i / width % S, kv = i / width / S % static_cast<std::size_t>(d.kv_heads),
-                          b = i / width / S / static_cast<std::size_t>(d.kv_heads);
-        const std::size_t first =
-            ((b * static_cast<std::size_t>(d.q_heads) + kv * static_cast<std::size_t>(group)) * S + j) * width + t;
-        if (std::string f = compare(mine[i], mine_before[i], other, other_before, other_scale, first, S * width, group,
-                                    mine_scale[i], gradient_element_name(p, tensor, i));
-            !f.empty())
-          return f;
+    const auto tensor_of = [](const GradientEvaluation& e, char tensor) -> Tensor {
+      switch (tensor) {
+        case 'Q': return {e.got.dq, e.bounds.dq, e.bounds.dq_scale};
+        case 'K': return {e.got.dk, e.bounds.dk, e.bounds.dk_scale};
+        case 'V': return {e.got.dv, e.bounds.dv, e.bounds.dv_scale};
+        default: return {e.got.dsink, e.bounds.dsink, e.bounds.dsink_scale};
+      }
+    };
+    for (const char name : {'Q', 'S', 'K', 'V'}) {
+      const Tensor mine = tensor_of(grouped, name), other = tensor_of(apart, name);
+      // dQ and dsink have the same layout in both problems; key (b, g, j)
+      // of the grouped problem's dK and dV is key (b, g group + c, j) of
+      // the repeated one's for c < group.
+      const bool per_key = name == 'K' || name == 'V';
+      const auto width = static_cast<std::size_t>(name == 'V' ? d.d_v : d.d_k);
+      for (std::size_t i = 0; i < mine.got.size(); ++i) {
+        std::size_t first = i, stride = 0;
+        int count = 1;
+        if (per_key) {
+          const std::size_t t = i % width, j = i / width % S, kv = i / width / S % static_cast<std::size_t>(d.kv_heads),
+                            b = i / width / S / static_cast<std::size_t>(d.kv_heads);
+          first = ((b * static_cast<std::size_t>(d.q_heads) + kv * static_cast<std::size_t>(group)) * S + j) * width + t;
+          stride = S * width;
+          count = group;
+        }
+        long double sum = 0, magnitude = 0;
+        double tolerance = bound_around(mine.before[i], mine.got[i], output), other_size = 0;
+        for (int c = 0; c < count; ++c) {
+          const std::size_t o = first + static_cast<std::size_t>(c) * stride;
+          sum += other.got[o];
+          magnitude += std::fabs(other.got[o]);
+          tolerance += bound_around(other.before[o], other.got[o], output);
+          other_size += other.scale[o];
+        }
+        tolerance += static_cast<double>(2 * count * 0x1p-63L * magnitude);
+        const double difference = static_cast<double>(std::fabs(static_cast<long double>(mine.got[i]) - sum));
+        stats.add(difference, tolerance, mine.scale[i] + other_size, u_out);
+        if (!std::isfinite(tolerance) || difference <= tolerance) continue;
+        return fail(gradient_element_name(p, name, i) + " is " + number_text(mine.got[i]) + " grouped and sums to " +
+                    number_text(static_cast<double>(sum)) + " over the repeated heads: they differ by " +
+                    number_text(difference) + ", more than the bounds' " + number_text(tolerance));
       }
     }
     return "";
