@@ -122,6 +122,16 @@ std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
   }
   if (caps.explicit_scale) list.push_back({"explicit scale 0.75", base}), list.back().problem.scale = 0.75;
   if (caps.softcap) list.push_back({"softcap 2", base}), list.back().problem.softcap = 2.0;
+  // The backward (kind "backward"): dq, dk and dv back with their shapes
+  // (dK and dV per kv head: summed over a GQA group), judged by GRADPREC's
+  // rule as well as the forward.
+  if (caps.backward) {
+    list.push_back({"backward with dO", base});
+    Problem& p = list.back().problem;
+    p.dout.resize(p.out_size());
+    for (std::size_t i = 0; i < p.dout.size(); ++i)
+      p.dout[i] = round_to_format(static_cast<double>((i * 5 + 4) % 9) / 4 - 1, input);
+  }
   for (Probe& probe : layout_probes(caps, input)) list.push_back(std::move(probe));
   return list;
 }
@@ -191,7 +201,8 @@ Command add_check_adapter_command(CLI::App& app) {
       "Starts the adapter, checks its hello reply (field by field, as in\n"
       "adapters/process/attnspec-process-1.schema.json), sends one small case per declared feature and\n"
       "checks each answer, out.npy (shape, dtype, values of the declared output format) and lse.npy\n"
-      "(values of the declared accumulation format), then sends\n"
+      "(values of the declared accumulation format), and for a declared backward dq.npy, dk.npy and\n"
+      "dv.npy (shapes, values of the output format, within the gradients' bound), then sends\n"
       "bye and checks for exit status 0. Exit status 0 all checks pass, 1 a check failed, 2 usage.\n\n"
       "Example: attnspec check-adapter 'cmd:python3 adapters/python/numpy_adapter.py'");
   sub->add_option("ADAPTER", *adapter, "cmd:COMMAND, as for attnspec run --kernel")->required();

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <numeric>
 
 #include "properties/cuts.hpp"
 
@@ -466,6 +467,24 @@ rc::Gen<Problem> problem_generator(const Capabilities& caps, FormatId format, co
 Problem draw_problem(const Kernel& kernel, const Profile& profile, const Features& features,
                      const std::function<void(Dims&)>& adjust) {
   return *problem_generator(kernel.capabilities(), kernel.formats().input, profile, features, adjust);
+}
+
+std::vector<int> draw_permutation(int n) {
+  const auto keys = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(0, 4 * n));
+  std::vector<int> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
+  return order;
+}
+
+std::vector<double> permute_blocks(const std::vector<double>& from, std::size_t count, std::size_t width,
+                                   const std::vector<int>& order) {
+  std::vector<double> to(from.size());
+  for (std::size_t group = 0; group < from.size() / (count * width); ++group)
+    for (std::size_t i = 0; i < count; ++i)
+      std::copy_n(from.begin() + static_cast<std::ptrdiff_t>((group * count + static_cast<std::size_t>(order[i])) * width),
+                  width, to.begin() + static_cast<std::ptrdiff_t>((group * count + i) * width));
+  return to;
 }
 
 }  // namespace attnspec

@@ -95,5 +95,12 @@ std::vector<double> draw_sinks(const Dims& d);
 // (full-precision values in [2^-9, 2^-2)), or full-precision values in
 // [1/2, 2); q's, k's and v's differ, and so do those of every (b, g).
 Descales draw_descales(const Dims& d);
+// A random permutation of 0..n-1 that shrinks towards the identity.
+std::vector<int> draw_permutation(int n);
+// Copies `count` consecutive blocks of `width` values, block i taken from
+// block order[i] of each group of `count` in `from` (PERMQ, PERMKV,
+// GRADPERM).
+std::vector<double> permute_blocks(const std::vector<double>& from, std::size_t count, std::size_t width,
+                                   const std::vector<int>& order);
 
 }  // namespace attnspec

@@ -18,6 +18,23 @@ GradientClass gradient_class(const Kernel& kernel) {
   return GradientClass{format_class(f), f.gradient_storage};
 }
 
+GradientTensor gradient_tensor(const GradientEvaluation& e, char name) {
+  switch (name) {
+    case 'Q': return {name, e.got.dq, e.bounds.dq, e.bounds.dq_scale};
+    case 'K': return {name, e.got.dk, e.bounds.dk, e.bounds.dk_scale};
+    case 'V': return {name, e.got.dv, e.bounds.dv, e.bounds.dv_scale};
+    default: return {'S', e.got.dsink, e.bounds.dsink, e.bounds.dsink_scale};
+  }
+}
+
+Features backward_features(const Kernel& kernel) {
+  Features f;
+  f.backward = true;
+  f.descales = false;
+  f.fully_masked_rows = kernel.capabilities().fully_masked_rows;
+  return f;
+}
+
 GradientEvaluation evaluate_gradients(Kernel& kernel, const Problem& p) {
   GradientEvaluation e;
   e.got = kernel.run_backward(p);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "adapters/kernel.hpp"
+#include "properties/generators.hpp"
 #include "properties/harness.hpp"
 #include "spec/gradient_bound.hpp"
 
@@ -20,9 +21,28 @@ struct GradientEvaluation {
   GradientBounds bounds;            // the kernel class's (SPEC 6.11 step 7; step 8 when compared)
 };
 
+// One gradient tensor of an evaluation, with each value's bound before the
+// output rounding and its units' scale, named by the letter
+// gradient_element_name takes: 'Q', 'K', 'V', or 'S' for the sinks'.
+struct GradientTensor {
+  char name;
+  const std::vector<double>& got;
+  const std::vector<double>& before;
+  const std::vector<double>& scale;
+};
+inline constexpr char kGradientTensors[] = {'Q', 'K', 'V', 'S'};
+GradientTensor gradient_tensor(const GradientEvaluation& e, char name);
+
 // The kernel class of a kernel's backward: its forward's formats and its
 // declared storage format for P and dS.
 GradientClass gradient_class(const Kernel& kernel);
+
+// What the gradient clauses draw: dO with every other feature the kernel
+// has, but no descales (the backward's inputs are plain values, SPEC 2.6);
+// rows with no visible key only where the kernel declares
+// fully_masked_rows (rows that other rules empty are discarded:
+// discard_rows_not_declared).
+Features backward_features(const Kernel& kernel);
 
 // Runs the kernel's backward on p (which carries dO) and computes the
 // bounds; throws std::runtime_error when a gradient has the wrong size.

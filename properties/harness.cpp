@@ -253,6 +253,11 @@ std::string number_text(double x) {
   return s.str();
 }
 
+double rounding_floor(double exact, FormatId format) {
+  const double r = round_to_format(exact, format), c = round_to_format(0.3, format);
+  return 2 * std::fabs(round_to_format(round_to_format(r + c, format) - c, format) - r);
+}
+
 std::string element_name(const Problem& p, std::size_t flat_output) {
   const auto dv = static_cast<std::size_t>(p.dims.d_v);
   const RowIndex r = p.row_index(flat_output / dv);

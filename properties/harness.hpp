@@ -155,6 +155,11 @@ Problem repeat_kv_heads(const Problem& p);
 // x with 17 significant digits (the double exactly), for messages.
 std::string number_text(double x);
 
+// FlashAttention's floor of PRECREL and GRADREL, 2 |(r + 0.3 - 0.3) - r|
+// in `format` with r the exact value rounded to it: a few roundings at the
+// value's own magnitude.
+double rounding_floor(double exact, FormatId format);
+
 // "row (b, h, i) column t" for messages.
 std::string element_name(const Problem& p, std::size_t flat_output);
 

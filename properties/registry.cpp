@@ -27,9 +27,11 @@ constexpr std::array kProperties = {
     RegisteredProperty{"NANPROP", check_nanprop},   RegisteredProperty{"LSE", check_lse},
     RegisteredProperty{"PREC", check_prec},         RegisteredProperty{"PRECTIGHT", check_prectight},
     RegisteredProperty{"PRECREL", check_precrel},
-    RegisteredProperty{"GRADPREC", check_gradprec}, RegisteredProperty{"GRADSUM", check_gradsum},
-    RegisteredProperty{"GRADMASK", check_gradmask}, RegisteredProperty{"GRADGQA", check_gradgqa},
-    RegisteredProperty{"GOLDEN", check_golden},     RegisteredProperty{"DETERM", check_determ},
+    RegisteredProperty{"GRADPREC", check_gradprec}, RegisteredProperty{"GRADREL", check_gradrel},
+    RegisteredProperty{"GRADSUM", check_gradsum},   RegisteredProperty{"GRADLIN", check_gradlin},
+    RegisteredProperty{"GRADPERM", check_gradperm}, RegisteredProperty{"GRADMASK", check_gradmask},
+    RegisteredProperty{"GRADGQA", check_gradgqa},   RegisteredProperty{"GOLDEN", check_golden},
+    RegisteredProperty{"DETERM", check_determ},     RegisteredProperty{"GRADDETERM", check_graddeterm},
 };
 
 }  // namespace

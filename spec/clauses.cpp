@@ -41,11 +41,15 @@ constexpr std::array kClauses = {
     Clause{"PRECTIGHT", "every output is within the tight tier's bound of the certified reference", ClauseKind::precision, kNeedsNothing},
     Clause{"PRECREL", "max error at most 2x the naive implementation's in the same formats, plus the rounding floor", ClauseKind::precision, kNeedsNothing},
     Clause{"GRADPREC", "every gradient (dQ, dK, dV, the sinks') is within the backward's bound of the certified gradients", ClauseKind::precision, kNeedsBackward},
+    Clause{"GRADREL", "each gradient's max error at most 3x the textbook backward's in the same formats, plus the rounding floor", ClauseKind::precision, kNeedsBackward},
     Clause{"GRADSUM", "a head's key gradients sum to zero and its value gradients to the dO of its rows", ClauseKind::semantic, kNeedsBackward},
+    Clause{"GRADLIN", "the gradients are linear in dO", ClauseKind::semantic, kNeedsBackward},
+    Clause{"GRADPERM", "permuting query rows and keys permutes the rows of dQ and the keys of dK and dV", ClauseKind::semantic, kNeedsBackward},
     Clause{"GRADMASK", "blocked keys, NaN or not, get exactly zero dK and dV and change no other gradient", ClauseKind::semantic, kNeedsBackward | kNeedsBoolMask},
     Clause{"GRADGQA", "a kv head's dK and dV are the sums over its query heads, as with K and V repeated per query head", ClauseKind::semantic, kNeedsBackward | kNeedsGqa},
     Clause{"GOLDEN", "the golden cases (cases/golden) pass", ClauseKind::golden, kNeedsNothing},
     Clause{"DETERM", "the same inputs give bitwise identical outputs on repeated calls", ClauseKind::informative, kNeedsNothing},
+    Clause{"GRADDETERM", "the same inputs give bitwise identical gradients on repeated calls", ClauseKind::informative, kNeedsBackward},
 };
 
 }  // namespace

@@ -18,7 +18,10 @@ caches; FlashAttention 2's pages are multiples of 256 rows, other page
 sizes are declined). What the adapter declares follows the installed
 version: an explicit scale from 2.1, bottom-right causal masks from 2.1
 (torch.nn.attention.bias), grouped-query heads from 2.5 (enable_gqa), and
-zeros for fully masked rows from 2.5. PyTorch refuses a mask together with
+zeros for fully masked rows from 2.5. The SDPA backends also take the
+backward (SPEC 2.6): torch.autograd.grad of the output with dO, the
+backend's own backward kernel (FlashAttention 2's for flash, storing P and
+dS in the input type, declared as the gradient storage format). PyTorch refuses a mask together with
 is_causal, so with a mask the causal blocks are folded into it (the one
 piece of glue; declining such cases made a fifth of the suite's cases
 unjudged, which is INCOMPLETE).
@@ -94,16 +97,20 @@ def hello(torch, args):
     # Fused GPU kernels keep the softmax and its sums in float32; the math
     # composition stores intermediates in the input type.
     fused = args.backend in ("flash", "efficient", "cudnn") or (args.backend == "default" and args.device == "cuda")
-    accumulate = "float32" if fused and args.dtype in ("float16", "bfloat16") else args.dtype
+    narrow = args.dtype in ("float16", "bfloat16")
+    accumulate = "float32" if fused and narrow else args.dtype
+    formats = {"input": args.dtype, "accumulate": accumulate, "output": args.dtype}
+    if fused and narrow:  # their backward kernels feed P and dS to the tensor cores in the input type
+        formats["gradient_storage"] = args.dtype
     new = version_at_least(torch, 2, 5)
     causal = ["top_left"] + (["bottom_right"] if version_at_least(torch, 2, 1) else [])
     return {
         "protocol": 1,
         "name": "torch-%s-%s-%s-%s" % (torch.__version__.split("+")[0], args.backend, args.device, args.dtype),
-        "formats": {"input": args.dtype, "accumulate": accumulate, "output": args.dtype},
+        "formats": formats,
         "capabilities": {"masks": ["bool", "additive"], "causal": causal, "gqa": new,
                          "scale": version_at_least(torch, 2, 1), "softcap": False, "dv_ne_dk": True,
-                         "lse": False, "fully_masked_rows": new},
+                         "lse": False, "fully_masked_rows": new, "backward": True},
     }
 
 
@@ -141,7 +148,7 @@ def run_packed(torch, np, directory, args, kind):
 
 
 def run_case(torch, np, directory, args, kind="dense"):
-    if kind != "dense":
+    if kind not in ("dense", "backward"):
         return run_packed(torch, np, directory, args, kind)
     with open(os.path.join(directory, "case.json")) as f:
         case = json.load(f)
@@ -182,6 +189,17 @@ def run_case(torch, np, directory, args, kind="dense"):
     elif case["causal"] == "bottom_right":
         from torch.nn.attention.bias import causal_lower_right
         mask = causal_lower_right(case["q_len"], case["kv_len"])
+    if kind == "backward":  # the case carries dout.npy (SPEC 2.6)
+        dout = load("dout").to(dtype)
+        for tensor in (q, k, v):
+            tensor.requires_grad_(True)
+        with backend_context(torch, args.backend):
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
+            # Under enable_gqa autograd sums dK and dV over each kv head's query heads.
+            grads = torch.autograd.grad(out, (q, k, v), grad_outputs=dout)
+        for name, grad in zip(("dq", "dk", "dv"), grads):
+            np.save(os.path.join(directory, name + ".npy"), grad.to(wide).cpu().numpy().astype(carrier))
+        return {"ok": True}
     with torch.no_grad(), backend_context(torch, args.backend):
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
     np.save(os.path.join(directory, "out.npy"), out.to(wide).cpu().numpy().astype(carrier))

@@ -42,6 +42,10 @@ ClauseOutcome check_gradprec(PropertyContext& context);
 ClauseOutcome check_gradsum(PropertyContext& context);
 ClauseOutcome check_gradmask(PropertyContext& context);
 ClauseOutcome check_gradgqa(PropertyContext& context);
+ClauseOutcome check_gradrel(PropertyContext& context);
+ClauseOutcome check_gradlin(PropertyContext& context);
+ClauseOutcome check_gradperm(PropertyContext& context);
+ClauseOutcome check_graddeterm(PropertyContext& context);
 ClauseOutcome check_golden(PropertyContext& context);
 ClauseOutcome check_determ(PropertyContext& context);
 

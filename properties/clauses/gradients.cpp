@@ -11,21 +11,6 @@
 #include "properties/gradient_check.hpp"
 
 namespace attnspec {
-namespace {
-
-// A kernel that does not declare fully_masked_rows gets none drawn where
-// a mask would draw them; rows that other rules empty are discarded
-// (discard_rows_not_declared).
-Features backward_features(const Kernel& kernel) {
-  Features f;
-  f.backward = true;
-  f.descales = false;
-  f.fully_masked_rows = kernel.capabilities().fully_masked_rows;
-  return f;
-}
-
-}  // namespace
-
 ClauseOutcome check_gradprec(PropertyContext& context) {
   const FormatId output = context.kernel.formats().output;
   return run_property(context, [&](Problem& p, ErrorStats& stats) {
@@ -152,22 +137,8 @@ ClauseOutcome check_gradgqa(PropertyContext& context) {
       if (gradients_outside_bound(p, grouped, output, ignored).empty()) p = repeated;
       return what + " (grouped heads against K and V repeated per query head)";
     };
-    // One gradient tensor of an evaluation, with its bounds and units.
-    struct Tensor {
-      const std::vector<double>& got;
-      const std::vector<double>& before;
-      const std::vector<double>& scale;
-    };
-    const auto tensor_of = [](const GradientEvaluation& e, char tensor) -> Tensor {
-      switch (tensor) {
-        case 'Q': return {e.got.dq, e.bounds.dq, e.bounds.dq_scale};
-        case 'K': return {e.got.dk, e.bounds.dk, e.bounds.dk_scale};
-        case 'V': return {e.got.dv, e.bounds.dv, e.bounds.dv_scale};
-        default: return {e.got.dsink, e.bounds.dsink, e.bounds.dsink_scale};
-      }
-    };
-    for (const char name : {'Q', 'S', 'K', 'V'}) {
-      const Tensor mine = tensor_of(grouped, name), other = tensor_of(apart, name);
+    for (const char name : kGradientTensors) {
+      const GradientTensor mine = gradient_tensor(grouped, name), other = gradient_tensor(apart, name);
       // dQ and dsink have the same layout in both problems; key (b, g, j)
       // of the grouped problem's dK and dV is key (b, g group + c, j) of
       // the repeated one's for c < group.

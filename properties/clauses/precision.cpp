@@ -41,13 +41,6 @@ ClauseOutcome check_lse(PropertyContext& context) {
 }
 
 namespace {
-// FlashAttention's floor, 2 |(r + 0.3 - 0.3) - r| in the output format with
-// r the reference rounded to it: a few roundings at the output's magnitude.
-double rounding_floor(double exact, FormatId format) {
-  const double r = round_to_format(exact, format), c = round_to_format(0.3, format);
-  return 2 * std::fabs(round_to_format(round_to_format(r + c, format) - c, format) - r);
-}
-
 // What two kernels whose exp and tanh both meet assumption A2 (relative
 // error at most 4u each, SPEC 6.1) may differ by at each output of a row,
 // to first order: their weights may differ by 8u relative, their softcapped

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "properties/clauses/clauses.hpp"
 #include "properties/generators.hpp"
@@ -14,33 +13,12 @@
 namespace attnspec {
 namespace {
 
-// A random permutation of 0..n-1 that shrinks towards the identity.
-std::vector<int> draw_permutation(int n) {
-  const auto keys = *rc::gen::container<std::vector<int>>(static_cast<std::size_t>(n), rc::gen::inRange(0, 4 * n));
-  std::vector<int> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[static_cast<std::size_t>(a)] < keys[static_cast<std::size_t>(b)]; });
-  return order;
-}
-
 // Causal masking, windows and ALiBi tie the logits to positions, which
 // PERMQ and PERMKV move.
 Features without_position_rules() {
   Features f;
   f.causal = f.window = f.alibi = false;
   return f;
-}
-
-// Copies `count` consecutive blocks of `width` values, block i taken from
-// block order[i] of each group of `count` in `from`.
-std::vector<double> permute_blocks(const std::vector<double>& from, std::size_t count, std::size_t width,
-                                   const std::vector<int>& order) {
-  std::vector<double> to(from.size());
-  for (std::size_t group = 0; group < from.size() / (count * width); ++group)
-    for (std::size_t i = 0; i < count; ++i)
-      std::copy_n(from.begin() + static_cast<std::ptrdiff_t>((group * count + static_cast<std::size_t>(order[i])) * width),
-                  width, to.begin() + static_cast<std::ptrdiff_t>((group * count + i) * width));
-  return to;
 }
 
 }  // namespace

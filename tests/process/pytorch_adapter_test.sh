@@ -33,3 +33,21 @@ trap 'rm -rf "$work"' EXIT
 # multiples of 256 rows, and the draws' page sizes mostly are not).
 "$ATTNSPEC" run --kernel "$adapter --dtype float16 --backend flash_attn" --profile quick --save-failures "$work" \
   --clause VARLEN --clause KVCACHE --clause SPLITKV
+# The backward of the SDPA backends (torch.autograd.grad with dO): the
+# stand-in's textbook gradients through the adapter's plumbing (dout.npy
+# read, dq/dk/dv.npy written, GQA's sums over query heads); a copy that
+# takes q for dO must fail GRADPREC, so the PASS above can fail.
+"$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend math" --profile quick --save-failures "$work" \
+  --clause GRADPREC --clause GRADSUM --clause GRADMASK --clause GRADGQA --clause GRADLIN
+cp -r "$source_dir/adapters/pytorch" "$work/bugged"
+sed -i 's/dout = load("dout")/dout = load("q")/' "$work/bugged/torch_adapter.py"
+! grep -q 'load("dout")' "$work/bugged/torch_adapter.py"
+status=0
+"$ATTNSPEC" run --kernel "cmd:PYTHONPATH=$source_dir/tests/process/fake_torch $python $work/bugged/torch_adapter.py --dtype float32 --backend math" \
+  --profile quick --clause GRADPREC --save-failures "$work/bugged-failures" >"$work/bugged.log" 2>&1 || status=$?
+if [ "$status" -ne 1 ]; then
+  cat "$work/bugged.log"
+  echo "pytorch adapter taking q for dO: expected GRADPREC to fail (exit 1), got exit $status" >&2
+  exit 1
+fi
+echo "pytorch adapter (stand-in): ok"

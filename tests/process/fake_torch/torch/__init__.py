@@ -14,8 +14,12 @@ bfloat16 = "bfloat16"  # NumPy has none; the adapter's tests do not use it
 
 
 class Tensor:
-    def __init__(self, array):
+    def __init__(self, array, backward=None):
         self.array = np.asarray(array)
+        self.backward_of = backward  # dO -> the inputs' gradients, on an SDPA output
+
+    def requires_grad_(self, flag=True):
+        return self
 
     def to(self, target):
         if isinstance(target, str):  # a device
@@ -67,4 +71,4 @@ def no_grad():
     return contextlib.nullcontext()
 
 
-from . import nn  # noqa: E402  (after Tensor, which nn uses)
+from . import autograd, nn  # noqa: E402  (after Tensor, which they use)

@@ -25,11 +25,32 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, is_causal=Fa
         visible &= additive != -np.inf
         logits = logits + additive
     out = np.zeros(q.shape[:-1] + (v.shape[-1],), dtype=dtype)
+    weights = np.zeros(logits.shape, dtype=dtype)
     for row in np.ndindex(*q.shape[:-1]):
         keys = visible[row]
         if keys.any():
             x = logits[row][keys]
             with np.errstate(invalid="ignore", over="ignore"):
                 w = np.exp(x - x.max())
-                out[row] = (w / w.sum()) @ v[row[0], row[1]][keys]
-    return Tensor(out)
+                weights[row][keys] = w / w.sum()
+                out[row] = weights[row][keys] @ v[row[0], row[1]][keys]
+
+    def backward(dout):
+        # The textbook gradients over visible keys; dK and dV summed over
+        # each kv head's query heads, as autograd does through enable_gqa.
+        dout = dout.astype(dtype)
+        dq, dk, dv = np.zeros(q.shape, dtype), np.zeros(k.shape, dtype), np.zeros(v.shape, dtype)
+        for row in np.ndindex(*q.shape[:-1]):
+            keys = visible[row]
+            if not keys.any():
+                continue
+            w = weights[row][keys]
+            dp = v[row[0], row[1]][keys] @ dout[row]
+            ds = w * (dp - w @ dp) * scale
+            dq[row] = ds @ k[row[0], row[1]][keys]
+            dk[row[0], row[1]][keys] += np.outer(ds, q[row])
+            dv[row[0], row[1]][keys] += np.outer(w, dout[row])
+        per_kv_head = lambda t: t.reshape(t.shape[0], t.shape[1] // group, group, *t.shape[2:]).sum(axis=2)
+        return dq, per_kv_head(dk), per_kv_head(dv)
+
+    return Tensor(out, backward)
