@@ -232,11 +232,9 @@ AuditPoint audit_point(Kernel& kernel, Kernel& naive, const Dims& shape, const A
   const auto dv = static_cast<std::size_t>(shape.d_v);
   const double u_out = format_info(formats.output).unit_roundoff;
   MeasureAccumulator kernel_errors(formats.output), naive_errors(formats.output), floor_errors(formats.output);
-  std::vector<double> finite_bounds_u;
   double worst_error = -1;
   std::size_t worst_row = 0, worst_column = 0;
-  BoundComparison& bound = point.bound;
-  bool any_bounded = false;
+  BoundAccumulator bound;
   for (std::size_t i = 0; i < checked.size(); ++i) {
     const CheckedRow& row = checked[i];
     point.escalated_rows += row.escalated;
@@ -255,27 +253,18 @@ AuditPoint audit_point(Kernel& kernel, Kernel& naive, const Dims& shape, const A
         worst_row = i;
         worst_column = t;
       }
-      const double units = u_out * row.abs_scale[t];
-      if (!std::isfinite(row.bound[t])) {
-        ++bound.unbounded;
-        continue;
-      }
-      // Outside only when certainly so: the exact value is known within exact_error.
-      if (error - row.exact_error[t] > row.bound[t]) ++bound.outside;
-      finite_bounds_u.push_back(units > 0 ? row.bound[t] / units : kInfinity);
-      const double ratio = row.bound[t] > 0 ? error / row.bound[t] : (error == 0 ? 0 : kInfinity);
-      if (!any_bounded || ratio > bound.max_ratio) {
-        any_bounded = true;
-        bound.max_ratio = ratio;
-        bound.error_u = units > 0 ? error / units : (error == 0 ? 0 : kInfinity);
-        bound.bound_u = units > 0 ? row.bound[t] / units : kInfinity;
-      }
+      bound.add(error, row.exact_error[t], row.bound[t], u_out * row.abs_scale[t]);
     }
   }
-  const Summary bounds = summarize(finite_bounds_u);
-  bound.median_bound_u = finite_bounds_u.empty() ? kInfinity : bounds.median;
-  bound.min_bound_u = finite_bounds_u.empty() ? kInfinity : *std::min_element(finite_bounds_u.begin(), finite_bounds_u.end());
-  bound.max_bound_u = finite_bounds_u.empty() ? kInfinity : bounds.max;
+  point.bound = bound.finish();
+  if (options.backward) {  // the whole problem with a dO: every row adds to every dK and dV
+    report("  backward of kernel " + kernel.name() + ", the textbook ways and the certified gradients");
+    Problem with_dout = p;
+    with_dout.dout = draw_dout(p, options.distribution, formats.input, options.seed);
+    point.gradients = audit_gradients(kernel, with_dout);
+    report("  backward: kernel " + std::to_string(point.gradients->kernel_seconds) + " s, reference and yardstick " +
+           std::to_string(point.gradients->reference_seconds) + " s");
+  }
 
   point.checked_elements = checked.size() * dv;
   point.kernel = kernel_errors.finish();
@@ -423,6 +412,10 @@ AuditResult run_audit(Kernel& kernel, const std::string& kernel_name, const Audi
   if (s.q_heads % s.kv_heads != 0) throw std::invalid_argument("--shape: Hq must be a multiple of Hkv");
   if (const auto missing = missing_capabilities(kernel.capabilities(), audit_positions(s, options)); !missing.empty())
     throw std::invalid_argument("kernel " + kernel_name + " cannot run the audit's problem: " + missing.front());
+  if (options.backward && !kernel.capabilities().backward)
+    throw std::invalid_argument("--backward: kernel " + kernel_name + " has no backward pass");
+  if (options.backward && options.descales)
+    throw std::invalid_argument("--backward takes no --descales: the backward's inputs are plain values (spec/SPEC.md 2.6)");
 
   AuditResult result;
   result.kernel = kernel_name;

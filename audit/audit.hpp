@@ -18,6 +18,7 @@
 
 #include "adapters/kernel.hpp"
 #include "audit/inputs.hpp"
+#include "audit/gradient_audit.hpp"
 #include "audit/measures.hpp"
 #include "reference/problem.hpp"
 
@@ -55,21 +56,9 @@ struct AuditOptions {
   // head): the kernel's inputs are the drawn values, the real ones their
   // products (spec/SPEC.md section 2.4).
   std::optional<std::array<double, 3>> descales;
+  bool backward = false;  // also the gradients, with a drawn dO (audit/gradient_audit.hpp)
   unsigned threads = 0;   // reference threads; 0: one per core
   std::function<void(const std::string&)> progress;  // one line per step, for stderr
-};
-
-// The precision model's bound at the checked elements, in units of
-// u_out * |P||V| like the componentwise error.
-struct BoundComparison {
-  double max_ratio = 0;       // largest error / bound over elements with a finite bound
-  double error_u = 0;         // the error at that element
-  double bound_u = 0;         // and its bound
-  double median_bound_u = 0;  // over elements with a finite bound (infinity if none)
-  double min_bound_u = 0;
-  double max_bound_u = 0;
-  std::size_t outside = 0;    // elements whose error exceeds their bound
-  std::size_t unbounded = 0;  // elements without a finite bound (SPEC 6.4: 6 n u >= 1 or n^u (1 + gamma) >= 2)
 };
 
 struct WorstKey {
@@ -108,6 +97,7 @@ struct AuditPoint {
   double kernel_naive_ratio = 0;   // max abs error, kernel / naive (FlashAttention: <= 2)
   double flash_floor = 0;          // max of FlashAttention's rounding floor over the elements
   BoundComparison bound;
+  std::optional<GradientAudit> gradients;  // with --backward
   Histogram kernel_histogram, naive_histogram, floor_histogram;  // componentwise errors, shared edges
   WorstElement worst;
 };

@@ -165,4 +165,32 @@ GrowthFit fit_growth(std::span<const double> x, std::span<const double> y) {
   return fit;
 }
 
+void BoundAccumulator::add(double error, double exact_error, double bound, double units) {
+  BoundComparison& b = comparison_;
+  if (!std::isfinite(bound)) {
+    ++b.unbounded;
+    return;
+  }
+  // Outside only when certainly so: the exact value is known within exact_error.
+  if (error - exact_error > bound) ++b.outside;
+  finite_bounds_u_.push_back(units > 0 ? bound / units : INFINITY);
+  const double ratio = bound > 0 ? error / bound : (error == 0 ? 0 : INFINITY);
+  if (!any_bounded_ || ratio > b.max_ratio) {
+    any_bounded_ = true;
+    b.max_ratio = ratio;
+    b.error_u = units > 0 ? error / units : (error == 0 ? 0 : INFINITY);
+    b.bound_u = units > 0 ? bound / units : INFINITY;
+  }
+}
+
+BoundComparison BoundAccumulator::finish() const {
+  BoundComparison b = comparison_;
+  const Summary bounds = summarize(finite_bounds_u_);
+  const bool none = finite_bounds_u_.empty();
+  b.median_bound_u = none ? INFINITY : bounds.median;
+  b.min_bound_u = none ? INFINITY : *std::min_element(finite_bounds_u_.begin(), finite_bounds_u_.end());
+  b.max_bound_u = none ? INFINITY : bounds.max;
+  return b;
+}
+
 }  // namespace attnspec

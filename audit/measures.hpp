@@ -52,6 +52,34 @@ struct ErrorMeasures {
   double correctly_rounded_share = 0;  // elements at 0 ulps: what the kernel could not have done better
 };
 
+// The precision model's bound at the checked elements, in the units of
+// the componentwise error (u_out * |P||V| for outputs).
+struct BoundComparison {
+  double max_ratio = 0;       // largest error / bound over elements with a finite bound
+  double error_u = 0;         // the error at that element
+  double bound_u = 0;         // and its bound
+  double median_bound_u = 0;  // over elements with a finite bound (infinity if none)
+  double min_bound_u = 0;
+  double max_bound_u = 0;
+  std::size_t outside = 0;    // elements whose error exceeds their bound
+  std::size_t unbounded = 0;  // elements without a finite bound (SPEC 6.4: 6 n u >= 1 or n^u (1 + gamma) >= 2)
+};
+
+// Collects a BoundComparison element by element.
+class BoundAccumulator {
+ public:
+  // An element whose error is `error`, known within `exact_error`, and
+  // whose bound is `bound` (infinite: none), with `units` the absolute
+  // size of one unit of the measures.
+  void add(double error, double exact_error, double bound, double units);
+  BoundComparison finish() const;
+
+ private:
+  BoundComparison comparison_;
+  bool any_bounded_ = false;
+  std::vector<double> finite_bounds_u_;
+};
+
 // Collects a candidate's errors row by row.
 class MeasureAccumulator {
  public:

@@ -84,6 +84,34 @@ json worst_json(const WorstElement& w, const KernelFormats& f) {
           {"top_keys", keys}};
 }
 
+json bound_json(const BoundComparison& b) {
+  return {{"max_ratio", number(b.max_ratio)},
+          {"error_u_at_max_ratio", number(b.error_u)},
+          {"bound_u_at_max_ratio", number(b.bound_u)},
+          {"median_bound_u", number(b.median_bound_u)},
+          {"min_bound_u", number(b.min_bound_u)},
+          {"max_bound_u", number(b.max_bound_u)},
+          {"outside", b.outside},
+          {"unbounded", b.unbounded}};
+}
+
+std::string gradient_name(char tensor) { return tensor == 'S' ? "dsink" : std::string("d") + tensor; }
+
+json gradients_json(const GradientAudit& g) {
+  json tensors = json::array();
+  for (const GradientTensorAudit& t : g.tensors)
+    tensors.push_back({{"tensor", gradient_name(t.tensor)},
+                       {"values", t.values},
+                       {"kernel", measures_json(t.kernel)},
+                       {"textbook", measures_json(t.textbook)},
+                       {"yardstick_max_abs", number(t.yardstick_max_abs)},
+                       {"floor", number(t.floor)},
+                       {"kernel_yardstick_max_abs_ratio", number(t.ratio)},
+                       {"gradrel_criterion_met", t.within_gradrel},
+                       {"bound", bound_json(t.bound)}});
+  return {{"seconds", {{"kernel", g.kernel_seconds}, {"reference", g.reference_seconds}}}, {"tensors", tensors}};
+}
+
 json point_json(const AuditPoint& p, const KernelFormats& f) {
   const bool flash_met = p.kernel.max_abs <= 2 * p.naive.max_abs + p.flash_floor;
   return {{"shape", shape_json(p.shape)},
@@ -98,15 +126,8 @@ json point_json(const AuditPoint& p, const KernelFormats& f) {
           {"kernel_naive_max_abs_ratio", number(p.kernel_naive_ratio)},
           {"flash_attention_floor", number(p.flash_floor)},
           {"flash_attention_criterion_met", flash_met},
-          {"bound",
-           {{"max_ratio", number(p.bound.max_ratio)},
-            {"error_u_at_max_ratio", number(p.bound.error_u)},
-            {"bound_u_at_max_ratio", number(p.bound.bound_u)},
-            {"median_bound_u", number(p.bound.median_bound_u)},
-            {"min_bound_u", number(p.bound.min_bound_u)},
-            {"max_bound_u", number(p.bound.max_bound_u)},
-            {"outside", p.bound.outside},
-            {"unbounded", p.bound.unbounded}}},
+          {"bound", bound_json(p.bound)},
+          {"gradients", p.gradients ? gradients_json(*p.gradients) : json(nullptr)},
           {"histogram",
            {{"edges", p.kernel_histogram.edges},
             {"kernel", histogram_json(p.kernel_histogram)},
@@ -222,6 +243,25 @@ std::string audit_markdown(const AuditResult& r, const std::string& worst_case_d
     md << "; its row is the case `" << worst_case_dir << "` (`attnspec check " << worst_case_dir << " --kernel "
        << r.kernel << "`)";
   md << "\n";
+  if (p.gradients) {
+    const GradientAudit& g = *p.gradients;
+    md << "\nBackward (the whole problem, dO drawn from the inputs' law; errors against the certified gradients in "
+          "u_out times each value's terms' magnitudes, spec/SPEC.md 6.11; kernel "
+       << short_number(g.kernel_seconds) << " s, reference and yardstick " << short_number(g.reference_seconds)
+       << " s):\n\n";
+    md << "| gradient | values | kernel componentwise max | RMS | ulps max | max abs | textbook max abs | "
+          "GRADREL yardstick max abs | kernel / yardstick | 3x + floor | bound: largest error / bound | outside | "
+          "no bound |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const GradientTensorAudit& t : g.tensors)
+      md << "| " << gradient_name(t.tensor) << " | " << t.values << " | " << short_number(t.kernel.componentwise.max)
+         << " | " << short_number(t.kernel.componentwise.rms) << " | " << short_number(t.kernel.ulps.max) << " | "
+         << short_number(t.kernel.max_abs) << " | " << short_number(t.textbook.max_abs) << " | "
+         << short_number(t.yardstick_max_abs) << " | " << short_number(t.ratio) << " | "
+         << (t.within_gradrel ? "met" : "NOT met") << " | " << short_number(t.bound.max_ratio) << " | "
+         << t.bound.outside << " | " << t.bound.unbounded << " |\n";
+    md << "\nThe textbook backward is the kernel's formats' (P from the softmax, D from P dP); GRADREL's "
+          "yardstick is the worst of its four ways (spec/SPEC.md, GRADREL), here on one problem.\n";
+  }
   if (r.points.size() > 1) {
     const std::string axis = r.sweep == SweepAxis::kv_len ? "S" : "d_k";
     md << "\nSweep over " << axis << " (componentwise errors in u_out |P||V|):\n\n";

@@ -42,6 +42,7 @@ struct AuditArgs {
   std::string causal, window, alibi;
   std::optional<double> sink;
   std::string descales;
+  bool backward = false;
   int rows = 0;
   std::uint64_t seed = 1;
   unsigned threads = 0;
@@ -192,6 +193,7 @@ AuditOptions parse_options(const AuditArgs& args, const Kernel& kernel) {
   options.rows_per_head = args.rows;
   options.seed = args.seed;
   options.threads = args.threads;
+  options.backward = args.backward;
   if (!args.dtype.empty()) {
     const auto format = parse_format(args.dtype);
     if (!format) throw InputError("--dtype", "", "unknown format '" + args.dtype + "' (expected " + std::string(format_names()) + ")");
@@ -292,6 +294,9 @@ Command add_audit_command(CLI::App& app) {
   sub->add_option("--descales", args->descales,
                   "descale factors Q,K,V (float32 values > 0) for every (batch, kv head), e.g. 0.0625,0.125,0.5: the "
                   "kernel's inputs times these are the real ones, as FlashAttention 3's q/k/v_descale (default: none)");
+  sub->add_flag("--backward", args->backward,
+                "also the gradients: dO drawn from the inputs' law, the kernel's backward on the whole problem "
+                "against the certified gradients, with the same measures, SPEC 6.11's bound and GRADREL's yardstick");
   sub->add_option("--rows", args->rows,
                   "query rows checked per (batch, head), sampled at random (default: all when L <= " +
                       std::to_string(kAllRowsUpTo) + ", else " + std::to_string(kDefaultSampledRows) + ")")

@@ -301,6 +301,44 @@ TEST(Audit, DescalesReachTheKernelAndTheWorstCase) {
   EXPECT_EQ(check_against_reference(*kernel, p.worst.case_problem, stats), "");
 }
 
+// --backward: the gradients of a correct backward are within SPEC 6.11's
+// bound and meet GRADREL's criterion; a backward without the scale in dS
+// is outside the bound and fails the criterion; a kernel without a
+// backward, or descales, are refused.
+TEST(Audit, BackwardMeasuresTheGradients) {
+  AuditOptions options;
+  options.shape = Dims{1, 4, 2, 24, 40, 16, 8};
+  options.sink = 0.5;
+  options.backward = true;
+  const std::unique_ptr<Kernel> correct = make_kernel("online-f32");
+  const AuditResult r = run_audit(*correct, "online-f32", options);
+  const AuditPoint& p = r.points.front();
+  ASSERT_TRUE(p.gradients.has_value());
+  ASSERT_EQ(p.gradients->tensors.size(), 4u);  // dQ, dK, dV and the sinks'
+  const std::size_t sizes[] = {4 * 24 * 16, 2 * 40 * 16, 2 * 40 * 8, 4};
+  for (std::size_t n = 0; n < 4; ++n) {
+    const GradientTensorAudit& t = p.gradients->tensors[n];
+    EXPECT_EQ(t.values, sizes[n]) << t.tensor;
+    EXPECT_EQ(t.bound.outside, 0u) << t.tensor;
+    EXPECT_EQ(t.bound.unbounded, 0u) << t.tensor;
+    EXPECT_TRUE(t.within_gradrel) << t.tensor;
+    EXPECT_GT(t.kernel.max_abs, 0) << t.tensor;
+    EXPECT_TRUE(std::isfinite(t.kernel.componentwise.max)) << t.tensor;
+  }
+  EXPECT_NE(audit_markdown(r, "").find("| dsink | 4 |"), std::string::npos);
+
+  const std::unique_ptr<Kernel> unscaled = make_kernel("mutant-backward-ds-unscaled");
+  const AuditResult bad = run_audit(*unscaled, "mutant-backward-ds-unscaled", options);
+  const GradientTensorAudit& dq = bad.points.front().gradients->tensors.front();
+  EXPECT_GT(dq.bound.outside, 0u);
+  EXPECT_FALSE(dq.within_gradrel);
+
+  EXPECT_THROW(run_audit(*make_kernel("online-fp8"), "online-fp8", options), std::invalid_argument);
+  options.sink.reset();
+  options.descales = std::array<double, 3>{1, 1, 1};
+  EXPECT_THROW(run_audit(*correct, "online-f32", options), std::invalid_argument);
+}
+
 TEST(Audit, KernelsWithoutAFeatureAreRefused) {
   const std::unique_ptr<Kernel> kernel = make_kernel("naive-f64");
   AuditOptions options;

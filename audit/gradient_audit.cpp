@@ -1,0 +1,127 @@
+// The gradients' audit: one backward run of the kernel and of the four
+// textbook ways of GRADREL's yardstick on the whole problem (a backward
+// cannot sample rows: every row adds to every dK and dV), measured against
+// the fast certified gradients (reference/fast_gradients.hpp), the
+// multiprecision ones where the enclosure cannot tell.
+#include "audit/gradient_audit.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <span>
+#include <stdexcept>
+
+#include "adapters/naive/naive_backward.hpp"
+#include "properties/gradient_check.hpp"
+#include "reference/fast_gradients.hpp"
+#include "reference/gradients.hpp"
+
+namespace attnspec {
+namespace {
+
+constexpr std::uint64_t kDoutStream = 0xd0d0a5eedULL;
+constexpr double kYardstickFactor = 3;  // GRADREL's
+
+const std::vector<double>& pick(const GradientOutputs& g, char tensor) {
+  return tensor == 'Q' ? g.dq : tensor == 'K' ? g.dk : tensor == 'V' ? g.dv : g.dsink;
+}
+
+const std::vector<double>& pick(const GradientResult& g, char tensor) {
+  return tensor == 'Q' ? g.dq : tensor == 'K' ? g.dk : tensor == 'V' ? g.dv : g.dsink;
+}
+
+// The exact values of one tensor (within `radius`) and their correctly
+// rounded values in the output format.
+struct ExactTensor {
+  std::vector<double> exact, radius, correctly_rounded;
+};
+
+}  // namespace
+
+std::vector<double> draw_dout(const Problem& p, InputDistribution distribution, FormatId input, std::uint64_t seed) {
+  InputRandom random(seed ^ kDoutStream);
+  std::vector<double> dout(p.out_size());
+  for (double& x : dout) x = round_to_format(draw_value(distribution, random), input);
+  return dout;
+}
+
+GradientAudit audit_gradients(Kernel& kernel, const Problem& p) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  GradientAudit audit;
+  const FormatId output = kernel.formats().output;
+  const double u_out = format_info(output).unit_roundoff;
+  auto start = Clock::now();
+  const GradientEvaluation e = evaluate_gradients(kernel, p);
+  audit.kernel_seconds = seconds_since(start);
+  start = Clock::now();
+  const GradientEnclosure fast = enclosed_gradients(p, e.forward);
+  std::optional<GradientResult> certified;  // correctly rounded to the output format, where needed
+  const std::vector<GradientOutputs> ways = naive_yardstick_gradients(kernel.formats(), p);
+  const auto width = [&](char tensor) -> std::size_t {
+    if (tensor == 'S') return 1;
+    return static_cast<std::size_t>(tensor == 'V' ? p.dims.d_v : p.dims.d_k);
+  };
+  for (const char name : kGradientTensors) {
+    if (name == 'S' && p.sinks.empty()) continue;
+    const GradientTensor got = gradient_tensor(e, name);
+    const std::vector<double>& approx = name == 'Q' ? fast.dq : name == 'K' ? fast.dk : name == 'V' ? fast.dv : fast.dsink;
+    const std::vector<double>& approx_error = name == 'Q'   ? fast.dq_error
+                                              : name == 'K' ? fast.dk_error
+                                              : name == 'V' ? fast.dv_error
+                                                            : fast.dsink_error;
+    ExactTensor x;
+    x.exact = approx;
+    x.radius = approx_error;
+    x.correctly_rounded.resize(approx.size());
+    for (std::size_t i = 0; i < approx.size(); ++i) {
+      const double low = round_to_format(approx[i] - approx_error[i], output),
+                   high = round_to_format(approx[i] + approx_error[i], output);
+      if (std::isfinite(approx_error[i]) && low == high) {
+        x.correctly_rounded[i] = low;
+        continue;
+      }
+      if (!certified) certified = certified_gradients(p, {.target = output});
+      x.correctly_rounded[i] = pick(*certified, name)[i];
+      if (!std::isfinite(approx_error[i])) {  // the enclosure has none: the rounded value is what is known
+        x.exact[i] = x.correctly_rounded[i];
+        x.radius[i] = ulp(x.correctly_rounded[i], output) / 2;
+      }
+    }
+    GradientTensorAudit t;
+    t.tensor = name;
+    t.values = approx.size();
+    MeasureAccumulator kernel_errors(output), textbook_errors(output);
+    BoundAccumulator bound;
+    const std::size_t w = width(name);
+    for (std::size_t first = 0; first < approx.size(); first += w) {
+      const auto row = [&](const std::vector<double>& values) { return std::span<const double>(values.data() + first, w); };
+      kernel_errors.add_row(row(got.got), row(x.exact), row(x.correctly_rounded), row(got.scale));
+      textbook_errors.add_row(row(pick(ways.front(), name)), row(x.exact), row(x.correctly_rounded), row(got.scale));
+    }
+    for (std::size_t i = 0; i < approx.size(); ++i) {
+      const double error = std::isfinite(got.got[i]) ? std::fabs(got.got[i] - x.exact[i]) : INFINITY;
+      bound.add(error, x.radius[i], rounded_gradient_bound(got.before[i], std::fabs(x.exact[i]) + x.radius[i], output),
+                u_out * got.scale[i]);
+      for (const GradientOutputs& way : ways) {
+        const double theirs = pick(way, name)[i];
+        t.yardstick_max_abs =
+            std::max(t.yardstick_max_abs, std::isfinite(theirs) ? std::fabs(theirs - x.exact[i]) : INFINITY);
+      }
+      t.floor = std::max(t.floor, rounding_floor(x.exact[i], output));
+    }
+    t.kernel = kernel_errors.finish();
+    t.textbook = textbook_errors.finish();
+    t.bound = bound.finish();
+    t.ratio = t.yardstick_max_abs > 0 ? t.kernel.max_abs / t.yardstick_max_abs : (t.kernel.max_abs == 0 ? 1 : INFINITY);
+    t.within_gradrel = t.kernel.max_abs <= kYardstickFactor * t.yardstick_max_abs + t.floor;
+    audit.tensors.push_back(std::move(t));
+  }
+  audit.reference_seconds = seconds_since(start);
+  return audit;
+}
+
+}  // namespace attnspec
