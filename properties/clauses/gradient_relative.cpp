@@ -30,13 +30,17 @@ struct TensorMaxima {
   std::optional<Problem> worst;
 };
 
-// |got - exact| with exact within `radius` of `want`; an infinity equal to
-// the exact value rounded to the output format is no error (SPEC 6.11
-// step 8), any other non-finite value an infinite one.
+// |got - exact| with exact within `radius` of `want`. An infinity of the
+// exact value's sign is a value rounded up from at least the output
+// format's overflow threshold (SPEC 6.11 step 8): its error is at least
+// that threshold's distance from the exact value, which is counted. Any
+// other non-finite value is an infinite error.
 double error_of(double got, double want, double radius, FormatId output) {
   if (std::isinf(got)) {
-    const double rounded_low = round_to_format(std::fabs(want) - radius, output);
-    return std::signbit(got) == std::signbit(want) && std::isinf(rounded_low) ? 0 : INFINITY;
+    const FormatInfo& f = format_info(output);
+    if (!f.has_infinity || std::signbit(got) != std::signbit(want)) return INFINITY;
+    const double overflow = f.max_finite + ulp(f.max_finite, output) / 2;
+    return std::max(0.0, overflow - std::fabs(want) - radius);
   }
   if (!std::isfinite(got)) return INFINITY;
   return std::fabs(got - want);
