@@ -52,6 +52,16 @@ def run_flash_attn(torch, np, case, directory, q, k, v, device):
     return out.transpose(1, 2), lse
 
 
+def run_flash_attn_backward(torch, np, case, directory, q, k, v, dout, device):
+    """dQ [B, Hq, L, d], dK and dV [B, Hkv, S, d] for dO: autograd through
+    flash_attn_func, which runs FlashAttention's own backward kernel."""
+    from flash_attn import flash_attn_func
+    leaves = [x.transpose(1, 2).contiguous().detach().requires_grad_(True) for x in (q, k, v)]
+    out = flash_attn_func(*leaves, **_options(torch, np, case, directory, device))
+    grads = torch.autograd.grad(out, leaves, grad_outputs=dout.transpose(1, 2).contiguous())
+    return [grad.transpose(1, 2) for grad in grads]
+
+
 def run_flash_attn_varlen(torch, np, case, directory, to_tensor):
     """flash_attn_varlen_func on a packed batch: output [rows_q, Hq, d] and
     lse [Hq, rows_q] as NumPy arrays, padding rows 0 and NaN (FlashAttention

@@ -39,6 +39,10 @@ trap 'rm -rf "$work"' EXIT
 # takes q for dO must fail GRADPREC, so the PASS above can fail.
 "$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend math" --profile quick --save-failures "$work" \
   --clause GRADPREC --clause GRADSUM --clause GRADMASK --clause GRADGQA --clause GRADLIN
+# flash_attn's backward (flash_attn_func's own kernel on a GPU; the
+# stand-in's textbook gradients here) with its windows, ALiBi and softcap.
+"$ATTNSPEC" run --kernel "$adapter --dtype float16 --backend flash_attn" --profile quick --save-failures "$work" \
+  --clause GRADPREC --clause GRADSUM --clause GRADGQA
 cp -r "$source_dir/adapters/pytorch" "$work/bugged"
 sed -i 's/dout = load("dout")/dout = load("q")/' "$work/bugged/torch_adapter.py"
 ! grep -q 'load("dout")' "$work/bugged/torch_adapter.py"

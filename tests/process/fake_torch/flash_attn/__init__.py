@@ -18,9 +18,14 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     dtype = q.array.dtype
     if dtype not in (np.float16,):
         raise RuntimeError("FlashAttention only supports fp16 and bf16")
-    out, lse = _attend(q.array, k.array, v.array, softmax_scale, causal, window_size, softcap,
-                       None if alibi_slopes is None else alibi_slopes.array)
-    out = Tensor(out.astype(dtype))
+    slopes = None if alibi_slopes is None else alibi_slopes.array
+    out, lse = _attend(q.array, k.array, v.array, softmax_scale, causal, window_size, softcap, slopes)
+
+    def backward(dout):
+        grads = _attend_backward(q.array, k.array, v.array, dout, softmax_scale, causal, window_size, softcap, slopes)
+        return tuple(g.astype(dtype) for g in grads)
+
+    out = Tensor(out.astype(dtype), backward)
     return (out, Tensor(lse.astype(np.float32)), None) if return_attn_probs else out
 
 
@@ -101,17 +106,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     return (out, Tensor(lse.astype(np.float32))) if return_softmax_lse else out
 
 
-def _attend(q, k, v, softmax_scale, causal, window_size, softcap, slopes):
-    """[B, S, H, d] arrays to the output [B, L, H, d] and lse [B, H, L] in
-    float64."""
+def _scores(q, k, v, softmax_scale, causal, window_size, softcap, slopes):
+    """[B, S, H, d] arrays to q, k, v as [B, H, S, d] float64 (k and v
+    repeated per query head), the scaled logits before the softcap, the
+    scores and the visible keys [L, S], and the scale."""
     q, k, v = (np.swapaxes(t, 1, 2).astype(np.float64) for t in (q, k, v))  # to [B, H, S, d]
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    B, H, L, S = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    L, S = q.shape[2], k.shape[2]
     scale = softmax_scale if softmax_scale is not None else 1 / np.sqrt(q.shape[-1])
-    score = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
-    if softcap > 0:
-        score = softcap * np.tanh(score / softcap)
+    scaled = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    score = softcap * np.tanh(scaled / softcap) if softcap > 0 else scaled
     i, j = np.arange(L)[:, None] + (S - L), np.arange(S)[None, :]
     if slopes is not None:
         slopes = slopes[:, :, None, None] if slopes.ndim == 2 else slopes[None, :, None, None]
@@ -123,6 +128,14 @@ def _attend(q, k, v, softmax_scale, causal, window_size, softcap, slopes):
         visible &= j >= i - left
     if right >= 0:
         visible &= j <= i + right
+    return q, k, v, scaled, score, visible, scale
+
+
+def _attend(q, k, v, softmax_scale, causal, window_size, softcap, slopes):
+    """[B, S, H, d] arrays to the output [B, L, H, d] and lse [B, H, L] in
+    float64."""
+    q, k, v, _, score, visible, _ = _scores(q, k, v, softmax_scale, causal, window_size, softcap, slopes)
+    B, H, L = q.shape[0], q.shape[1], q.shape[2]
     out = np.zeros((B, H, L, v.shape[-1]))
     lse = np.full((B, H, L), -np.inf)
     for row in np.ndindex(B, H, L):
@@ -134,3 +147,31 @@ def _attend(q, k, v, softmax_scale, causal, window_size, softcap, slopes):
             out[row] = (w / w.sum()) @ v[row[0], row[1]][keys]
             lse[row] = top + np.log(w.sum())
     return np.swapaxes(out, 1, 2), lse
+
+
+def _attend_backward(q, k, v, dout, softmax_scale, causal, window_size, softcap, slopes):
+    """The gradients of _attend's function for dO [B, L, H, d], in float64
+    (the textbook backward, standing in for FlashAttention 2's kernel): dq
+    [B, L, H, d], dk and dv [B, S, Hkv, d], summed over each kv head's
+    query heads."""
+    kv_heads = k.shape[2]
+    q, k, v, scaled, score, visible, scale = _scores(q, k, v, softmax_scale, causal, window_size, softcap, slopes)
+    dout = np.swapaxes(dout, 1, 2).astype(np.float64)
+    B, H, L = q.shape[0], q.shape[1], q.shape[2]
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    for row in np.ndindex(B, H, L):
+        keys = visible[row[2]]
+        if not keys.any():
+            continue
+        x = score[row][keys]
+        w = np.exp(x - x.max())
+        w /= w.sum()
+        dp = v[row[0], row[1]][keys] @ dout[row]
+        ds = w * (dp - w @ dp) * scale
+        if softcap > 0:
+            ds *= 1 - np.tanh(scaled[row][keys] / softcap) ** 2
+        dq[row] = ds @ k[row[0], row[1]][keys]
+        dk[row[0], row[1]][keys] += np.outer(ds, q[row])
+        dv[row[0], row[1]][keys] += np.outer(w, dout[row])
+    per_kv_head = lambda t: t.reshape(B, kv_heads, H // kv_heads, *t.shape[2:]).sum(axis=2)
+    return np.swapaxes(dq, 1, 2), np.swapaxes(per_kv_head(dk), 1, 2), np.swapaxes(per_kv_head(dv), 1, 2)
