@@ -14,22 +14,12 @@
 
 #include "adapters/naive/naive_backward.hpp"
 #include "properties/gradient_check.hpp"
-#include "reference/fast_gradients.hpp"
-#include "reference/gradients.hpp"
 
 namespace attnspec {
 namespace {
 
 constexpr std::uint64_t kDoutStream = 0xd0d0a5eedULL;
 constexpr double kYardstickFactor = 3;  // GRADREL's
-
-const std::vector<double>& pick(const GradientOutputs& g, char tensor) {
-  return tensor == 'Q' ? g.dq : tensor == 'K' ? g.dk : tensor == 'V' ? g.dv : g.dsink;
-}
-
-const std::vector<double>& pick(const GradientResult& g, char tensor) {
-  return tensor == 'Q' ? g.dq : tensor == 'K' ? g.dk : tensor == 'V' ? g.dv : g.dsink;
-}
 
 // The exact values of one tensor (within `radius`) and their correctly
 // rounded values in the output format.
@@ -68,11 +58,9 @@ GradientAudit audit_gradients(Kernel& kernel, const Problem& p) {
   for (const char name : kGradientTensors) {
     if (name == 'S' && p.sinks.empty()) continue;
     const GradientTensor got = gradient_tensor(e, name);
-    const std::vector<double>& approx = name == 'Q' ? fast.dq : name == 'K' ? fast.dk : name == 'V' ? fast.dv : fast.dsink;
-    const std::vector<double>& approx_error = name == 'Q'   ? fast.dq_error
-                                              : name == 'K' ? fast.dk_error
-                                              : name == 'V' ? fast.dv_error
-                                                            : fast.dsink_error;
+    const EnclosedTensor enclosed = enclosed_tensor(fast, name);
+    const std::vector<double>& approx = enclosed.approx;
+    const std::vector<double>& approx_error = enclosed.radius;
     ExactTensor x;
     x.exact = approx;
     x.radius = approx_error;
@@ -85,7 +73,7 @@ GradientAudit audit_gradients(Kernel& kernel, const Problem& p) {
         continue;
       }
       if (!certified) certified = certified_gradients(p, {.target = output});
-      x.correctly_rounded[i] = pick(*certified, name)[i];
+      x.correctly_rounded[i] = gradient_values(*certified, name)[i];
       if (!std::isfinite(approx_error[i])) {  // the enclosure has none: the rounded value is what is known
         x.exact[i] = x.correctly_rounded[i];
         x.radius[i] = ulp(x.correctly_rounded[i], output) / 2;
@@ -100,14 +88,14 @@ GradientAudit audit_gradients(Kernel& kernel, const Problem& p) {
     for (std::size_t first = 0; first < approx.size(); first += w) {
       const auto row = [&](const std::vector<double>& values) { return std::span<const double>(values.data() + first, w); };
       kernel_errors.add_row(row(got.got), row(x.exact), row(x.correctly_rounded), row(got.scale));
-      textbook_errors.add_row(row(pick(ways.front(), name)), row(x.exact), row(x.correctly_rounded), row(got.scale));
+      textbook_errors.add_row(row(gradient_values(ways.front(), name)), row(x.exact), row(x.correctly_rounded), row(got.scale));
     }
     for (std::size_t i = 0; i < approx.size(); ++i) {
       const double error = std::isfinite(got.got[i]) ? std::fabs(got.got[i] - x.exact[i]) : INFINITY;
       bound.add(error, x.radius[i], rounded_gradient_bound(got.before[i], std::fabs(x.exact[i]) + x.radius[i], output),
                 u_out * got.scale[i]);
       for (const GradientOutputs& way : ways) {
-        const double theirs = pick(way, name)[i];
+        const double theirs = gradient_values(way, name)[i];
         t.yardstick_max_abs =
             std::max(t.yardstick_max_abs, std::isfinite(theirs) ? std::fabs(theirs - x.exact[i]) : INFINITY);
       }

@@ -27,6 +27,23 @@ GradientTensor gradient_tensor(const GradientEvaluation& e, char name) {
   }
 }
 
+const std::vector<double>& gradient_values(const GradientOutputs& g, char name) {
+  return name == 'Q' ? g.dq : name == 'K' ? g.dk : name == 'V' ? g.dv : g.dsink;
+}
+
+const std::vector<double>& gradient_values(const GradientResult& g, char name) {
+  return name == 'Q' ? g.dq : name == 'K' ? g.dk : name == 'V' ? g.dv : g.dsink;
+}
+
+EnclosedTensor enclosed_tensor(const GradientEnclosure& g, char name) {
+  switch (name) {
+    case 'Q': return {g.dq, g.dq_error};
+    case 'K': return {g.dk, g.dk_error};
+    case 'V': return {g.dv, g.dv_error};
+    default: return {g.dsink, g.dsink_error};
+  }
+}
+
 Features backward_features(const Kernel& kernel) {
   Features f;
   f.backward = true;

@@ -10,6 +10,8 @@
 #include "adapters/kernel.hpp"
 #include "properties/generators.hpp"
 #include "properties/harness.hpp"
+#include "reference/fast_gradients.hpp"
+#include "reference/gradients.hpp"
 #include "spec/gradient_bound.hpp"
 
 namespace attnspec {
@@ -32,6 +34,16 @@ struct GradientTensor {
 };
 inline constexpr char kGradientTensors[] = {'Q', 'K', 'V', 'S'};
 GradientTensor gradient_tensor(const GradientEvaluation& e, char name);
+
+// One tensor, by the same letter, of a kernel's gradients, of the
+// certified ones, and of the fast enclosure (values and their radii).
+const std::vector<double>& gradient_values(const GradientOutputs& g, char name);
+const std::vector<double>& gradient_values(const GradientResult& g, char name);
+struct EnclosedTensor {
+  const std::vector<double>& approx;
+  const std::vector<double>& radius;
+};
+EnclosedTensor enclosed_tensor(const GradientEnclosure& g, char name);
 
 // The kernel class of a kernel's backward: its forward's formats and its
 // declared storage format for P and dS.

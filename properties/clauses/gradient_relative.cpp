@@ -12,8 +12,6 @@
 #include "properties/clauses/clauses.hpp"
 #include "properties/generators.hpp"
 #include "properties/gradient_check.hpp"
-#include "reference/fast_gradients.hpp"
-#include "reference/gradients.hpp"
 
 namespace attnspec {
 namespace {
@@ -67,34 +65,20 @@ ClauseOutcome check_gradrel(PropertyContext& context) {
     for (std::size_t n = 0; n < std::size(kGradientTensors); ++n) {
       const char name = kGradientTensors[n];
       const GradientTensor mine = gradient_tensor(e, name);
-      const auto theirs = [&](const GradientOutputs& way) -> const std::vector<double>& {
-        return name == 'Q' ? way.dq : name == 'K' ? way.dk : name == 'V' ? way.dv : way.dsink;
-      };
-      const std::vector<double>& approx = name == 'Q'   ? exact.dq
-                                          : name == 'K' ? exact.dk
-                                          : name == 'V' ? exact.dv
-                                                        : exact.dsink;
-      const std::vector<double>& approx_error = name == 'Q'   ? exact.dq_error
-                                                : name == 'K' ? exact.dk_error
-                                                : name == 'V' ? exact.dv_error
-                                                              : exact.dsink_error;
+      const EnclosedTensor enclosed = enclosed_tensor(exact, name);
       TensorMaxima& m = maxima[shape][n];
       for (std::size_t i = 0; i < mine.got.size(); ++i) {
-        double want = approx[i], radius = approx_error[i];
+        double want = enclosed.approx[i], radius = enclosed.radius[i];
         if (!std::isfinite(want) || !std::isfinite(radius)) {
           if (!certified) certified = certified_gradients(p);
-          const std::vector<double>& all = name == 'Q'   ? certified->dq
-                                           : name == 'K' ? certified->dk
-                                           : name == 'V' ? certified->dv
-                                                         : certified->dsink;
-          want = all[i];
+          want = gradient_values(*certified, name)[i];
           radius = 0x1p-53 * std::fabs(want) + 0x1p-1074;
         }
         if (std::isnan(want)) continue;  // NaN semantics are not this clause's
         const double error = error_of(mine.got[i], want, radius, output);
         double yardstick_error = 0;  // the largest of the four ways'
         for (const GradientOutputs& way : yardsticks)
-          yardstick_error = std::max(yardstick_error, error_of(theirs(way)[i], want, radius, output));
+          yardstick_error = std::max(yardstick_error, error_of(gradient_values(way, name)[i], want, radius, output));
         // Where the yardstick fails (overflow in its narrow intermediates)
         // it says nothing: the value is counted as not judged, not as one
         // that would make the class's yardstick infinite.
@@ -127,7 +111,7 @@ ClauseOutcome check_gradrel(PropertyContext& context) {
       char text[300];
       std::snprintf(text, sizeof text,
                     "%s problems: %s's max error %.3g over %d problems exceeds 3 x the textbook backward's %.3g in the "
-                    "same formats + the rounding floor %.3g",
+                    "same formats (the worst of its four ways) + the rounding floor %.3g",
                     std::string(to_string(static_cast<ShapeClass>(c))).c_str(), tensor.c_str(), m.kernel_error,
                     problems[static_cast<std::size_t>(c)], m.yardstick_error, m.floor);
       outcome.reason = text;
