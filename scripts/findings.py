@@ -54,10 +54,12 @@ KERNELS = [
     # own gemm, the quick profile's seed 1 already shows it in PRECTIGHT
     # (README, Findings 7).
     # Its backward on AVX2 is further from the exact gradients than 3x the
-    # textbook backward in bfloat16 (GRADREL; README, Findings 10); not yet
-    # run on an AVX-512 machine, whose bfloat16 matmul differs.
-    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GRADMASK"],
-     {"ci_only": ["PRECREL"], "kind_fails": {"avx2": ["PRECTIGHT", "GRADREL"]},
+    # textbook backward in bfloat16 over the quick profile's small problems
+    # (GRADREL; README, Findings 10), not over the ci profile's, where the
+    # textbook's maximum error grows with the draws; not yet run on an
+    # AVX-512 machine, whose bfloat16 matmul differs.
+    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GRADMASK", "GRADREL"],
+     {"ci_only": ["PRECREL"], "quick_only": ["GRADREL"], "kind_fails": {"avx2": ["PRECTIGHT"]},
       "unmeasured": {kind: ["GRADREL"] for kind in AVX512_KINDS}}),
     ("onednn-f32", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {}),
     # oneDNN 2.6 has bf16 primitives only from AVX-512 (avx512_core) up.
