@@ -99,7 +99,7 @@ GradientAudit audit_gradients(Kernel& kernel, const Problem& p) {
         t.yardstick_max_abs =
             std::max(t.yardstick_max_abs, std::isfinite(theirs) ? std::fabs(theirs - x.exact[i]) : INFINITY);
       }
-      t.floor = std::max(t.floor, rounding_floor(x.exact[i], output));
+      t.floor = std::max(t.floor, gradient_floor(x.exact[i], output));
     }
     t.kernel = kernel_errors.finish();
     t.textbook = textbook_errors.finish();

@@ -3,6 +3,7 @@
 // the four gradient tensors of section 2.6.
 #include "properties/gradient_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -87,6 +88,12 @@ double bound_around(double before, double got, FormatId output) {
   const FormatInfo& f = format_info(output);
   const double u_o = f.unit_roundoff;
   return (before + u_o * (std::fabs(got) + before) + f.min_subnormal / 2) / (1 - u_o) * (1 + 0x1p-50);
+}
+
+double gradient_floor(double exact, FormatId output) {
+  const double rounded = round_to_format(exact, output);
+  const double spacing = ulp(std::isfinite(rounded) ? rounded : format_info(output).max_finite, output);
+  return std::max(rounding_floor(exact, output), spacing);
 }
 
 std::string gradient_element_name(const Problem& p, char tensor, std::size_t flat) {

@@ -78,6 +78,14 @@ void discard_rows_not_declared(const Kernel& kernel, const Problem& p);
 // exact value: its magnitude is at most |got| plus the bound itself.
 double bound_around(double before, double got, FormatId output);
 
+// GRADREL's rounding floor of a gradient whose exact value is `exact`:
+// FlashAttention's (rounding_floor), or one ulp of the exact value in the
+// output format where that is more. Gradients reach magnitudes (10^5 in
+// bfloat16 in the ci draws) where r + 0.3 rounds back to r and
+// FlashAttention's floor vanishes, while the output rounding alone may
+// cost half an ulp and each stored P and dS as much again.
+double gradient_floor(double exact, FormatId output);
+
 // "dK (b=0, g=1, j=5, t=2)" for the flat index of a gradient tensor.
 std::string gradient_element_name(const Problem& p, char tensor, std::size_t flat);
 

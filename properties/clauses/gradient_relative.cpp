@@ -86,7 +86,8 @@ ClauseOutcome check_gradrel(PropertyContext& context) {
           stats.add(error, INFINITY, 0, u_out);
           continue;
         }
-        stats.add(error, kYardstickFactor * yardstick_error + rounding_floor(want, output), 0, u_out);
+        const double floor = gradient_floor(want, output);
+        stats.add(error, kYardstickFactor * yardstick_error + floor, 0, u_out);
         if (error > m.kernel_error || (error == m.kernel_error && !m.worst)) {
           m.kernel_error = error;
           m.worst = p;
@@ -94,7 +95,7 @@ ClauseOutcome check_gradrel(PropertyContext& context) {
         m.yardstick_error = std::max(m.yardstick_error, yardstick_error);
         m.kernel_error_low = std::max(m.kernel_error_low, error - radius);
         m.yardstick_error_high = std::max(m.yardstick_error_high, yardstick_error + radius);
-        m.floor = std::max(m.floor, rounding_floor(want, output));
+        m.floor = std::max(m.floor, floor);
       }
     }
     return "";
