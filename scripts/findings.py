@@ -36,9 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # run), False (must say it cannot), or the CPU kinds on which it must run.
 # Every kernel fails the same clauses on every CPU kind it runs on (measured
 # on AVX2 and AVX-512 machines) unless "kind_fails" says otherwise; what
-# differs between kinds is said here. "unmeasured" maps a CPU kind to
-# clauses whose verdict there no session has measured yet: it is printed
-# for the record, not compared.
+# differs between kinds is said here.
 AVX512_KINDS = ("avx512", "avx512-bf16")
 KERNELS = [
     ("numpy-float64", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float64", [], {}),
@@ -53,14 +51,8 @@ KERNELS = [
     # naive composition's (PRECREL). On AVX2, where the matmul is ATen's
     # own gemm, the quick profile's seed 1 already shows it in PRECTIGHT
     # (README, Findings 7).
-    # Its backward on AVX2 is further from the exact gradients than 3x the
-    # textbook backward in bfloat16 over the quick profile's small problems
-    # (GRADREL; README, Findings 10), not over the ci profile's, where the
-    # textbook's maximum error grows with the draws; not yet run on an
-    # AVX-512 machine, whose bfloat16 matmul differs.
-    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GRADMASK", "GRADREL"],
-     {"ci_only": ["PRECREL"], "quick_only": ["GRADREL"], "kind_fails": {"avx2": ["PRECTIGHT"]},
-      "unmeasured": {kind: ["GRADREL"] for kind in AVX512_KINDS}}),
+    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GRADMASK"],
+     {"ci_only": ["PRECREL"], "kind_fails": {"avx2": ["PRECTIGHT"]}}),
     ("onednn-f32", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {}),
     # oneDNN 2.6 has bf16 primitives only from AVX-512 (avx512_core) up.
     ("onednn-bf16", "onednn-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {"available": AVX512_KINDS}),
@@ -232,13 +224,6 @@ def main():
             expected = [c for c in expected if c not in options.get("quick_only", [])] + options.get("ci_only", [])
         if expected is not None:
             expected = sorted(set(expected) | set(options.get("kind_fails", {}).get(kind, [])))
-        for clause in options.get("unmeasured", {}).get(kind, []):
-            verdict = "fails" if clause in failed else "passes"
-            print("findings: NOT YET MEASURED: %s %s %s on this %s CPU; record it in scripts/findings.py" %
-                  (name, verdict, clause, kind))
-            failed = [c for c in failed if c != clause]
-            if expected is not None:
-                expected = [c for c in expected if c != clause]
         if expected is not None and failed != sorted(expected):
             surprises.append("%s: fails %s, expected %s" % (name, failed or "nothing", sorted(expected) or "nothing"))
     if reports:
