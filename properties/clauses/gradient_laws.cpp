@@ -38,9 +38,10 @@ void keep_failing(Problem& drawn, const std::vector<std::pair<const Problem*, co
 
 // dO split by rows into two parts a and b (the whole is their sum,
 // exactly), b's also times c = +-2^k: the gradients of a + c b are those of
-// a plus c times those of b. Every gradient is linear in dO (D_i too); a
-// kernel that keeps one block of rows' contributions to dK and dV, or
-// whose D is not that of the dO it is given, breaks it.
+// a plus c times those of b. Every gradient is linear in dO (D_i too). A
+// kernel whose D, or other state, comes from an earlier call breaks it, and
+// so does one far outside its bounds, whose own rounding then exceeds
+// them; a wrong formula that is still linear in dO does not (GRADPREC's).
 ClauseOutcome check_gradlin(PropertyContext& context) {
   const KernelFormats formats = context.kernel.formats();
   const FormatId output = formats.output;
