@@ -14,12 +14,12 @@
 
 #include "adapters/naive/naive_backward.hpp"
 #include "properties/gradient_check.hpp"
+#include "properties/gradient_yardstick.hpp"
 
 namespace attnspec {
 namespace {
 
 constexpr std::uint64_t kDoutStream = 0xd0d0a5eedULL;
-constexpr double kYardstickFactor = 3;  // GRADREL's
 
 // The exact values of one tensor (within `radius`) and their correctly
 // rounded values in the output format.
@@ -84,6 +84,7 @@ GradientAudit audit_gradients(Kernel& kernel, const Problem& p) {
     t.values = approx.size();
     MeasureAccumulator kernel_errors(output), textbook_errors(output);
     BoundAccumulator bound;
+    GradrelMaxima gradrel;
     const std::size_t w = width(name);
     for (std::size_t first = 0; first < approx.size(); first += w) {
       const auto row = [&](const std::vector<double>& values) { return std::span<const double>(values.data() + first, w); };
@@ -94,18 +95,20 @@ GradientAudit audit_gradients(Kernel& kernel, const Problem& p) {
       const double error = std::isfinite(got.got[i]) ? std::fabs(got.got[i] - x.exact[i]) : INFINITY;
       bound.add(error, x.radius[i], rounded_gradient_bound(got.before[i], std::fabs(x.exact[i]) + x.radius[i], output),
                 u_out * got.scale[i]);
-      for (const GradientOutputs& way : ways) {
-        const double theirs = gradient_values(way, name)[i];
-        t.yardstick_max_abs =
-            std::max(t.yardstick_max_abs, std::isfinite(theirs) ? std::fabs(theirs - x.exact[i]) : INFINITY);
-      }
-      t.floor = std::max(t.floor, gradient_floor(x.exact[i], output));
+      const GradrelValue v = gradrel_value(got.got[i], ways, name, i, x.exact[i], x.radius[i], output);
+      if (v.judged())
+        gradrel.add(v);
+      else
+        ++t.gradrel_not_judged;
     }
     t.kernel = kernel_errors.finish();
     t.textbook = textbook_errors.finish();
     t.bound = bound.finish();
-    t.ratio = t.yardstick_max_abs > 0 ? t.kernel.max_abs / t.yardstick_max_abs : (t.kernel.max_abs == 0 ? 1 : INFINITY);
-    t.within_gradrel = t.kernel.max_abs <= kYardstickFactor * t.yardstick_max_abs + t.floor;
+    t.yardstick_max_abs = gradrel.yardstick_error;
+    t.floor = gradrel.floor;
+    t.ratio = gradrel.yardstick_error > 0 ? gradrel.kernel_error / gradrel.yardstick_error
+                                          : (gradrel.kernel_error == 0 ? 1 : INFINITY);
+    t.within_gradrel = gradrel.met();
     audit.tensors.push_back(std::move(t));
   }
   audit.reference_seconds = seconds_since(start);

@@ -20,10 +20,14 @@ struct GradientTensorAudit {
   // The textbook backward in the kernel's formats, P from the softmax and
   // D from P dP: the first of GRADREL's four ways.
   ErrorMeasures kernel, textbook;
-  double yardstick_max_abs = 0;  // GRADREL's: the largest max abs error of the four ways
-  double floor = 0;              // GRADREL's rounding floor
-  double ratio = 0;              // kernel max abs / yardstick_max_abs
-  bool within_gradrel = true;    // kernel max abs <= 3 x yardstick + floor, on this problem
+  // GRADREL on this one problem, as the clause judges a shape class
+  // (properties/gradient_yardstick.hpp), over the values where the
+  // yardstick is finite; the others are counted.
+  double yardstick_max_abs = 0;        // the largest max abs error of the four ways
+  double floor = 0;                    // the rounding floor
+  double ratio = 0;                    // the kernel's max abs error there / yardstick_max_abs
+  bool within_gradrel = true;          // the criterion met
+  std::size_t gradrel_not_judged = 0;  // values where the yardstick overflows
   BoundComparison bound;         // against SPEC 6.11 (units u_out x the terms' magnitudes)
 };
 

@@ -108,6 +108,7 @@ json gradients_json(const GradientAudit& g) {
                        {"floor", number(t.floor)},
                        {"kernel_yardstick_max_abs_ratio", number(t.ratio)},
                        {"gradrel_criterion_met", t.within_gradrel},
+                       {"gradrel_not_judged", t.gradrel_not_judged},
                        {"bound", bound_json(t.bound)}});
   return {{"seconds", {{"kernel", g.kernel_seconds}, {"reference", g.reference_seconds}}}, {"tensors", tensors}};
 }
@@ -261,6 +262,10 @@ std::string audit_markdown(const AuditResult& r, const std::string& worst_case_d
          << t.bound.outside << " | " << t.bound.unbounded << " |\n";
     md << "\nThe textbook backward is the kernel's formats' (P from the softmax, D from P dP); GRADREL's "
           "yardstick is the worst of its four ways (spec/SPEC.md, GRADREL), here on one problem.\n";
+    for (const GradientTensorAudit& t : g.tensors)
+      if (t.gradrel_not_judged > 0)
+        md << "\n" << gradient_name(t.tensor) << ": " << t.gradrel_not_judged
+           << " values not judged by GRADREL (the yardstick overflows there).\n";
   }
   if (r.points.size() > 1) {
     const std::string axis = r.sweep == SweepAxis::kv_len ? "S" : "d_k";

@@ -113,79 +113,68 @@ std::string gradient_element_name(const Problem& p, char tensor, std::size_t fla
          ", j=" + std::to_string(j) + ", t=" + t + ")";
 }
 
+ExactGradients::ExactGradients(const Problem& p, const GradientEvaluation& e)
+    : problem_(p), enclosure_(enclosed_gradients(p, e.forward)) {}
+
+ExactGradients::Value ExactGradients::enclosed(char tensor, std::size_t i) {
+  const EnclosedTensor t = enclosed_tensor(enclosure_, tensor);
+  if (std::isfinite(t.approx[i]) && std::isfinite(t.radius[i])) return {t.approx[i], t.radius[i], false};
+  return certified(tensor, i);
+}
+
+ExactGradients::Value ExactGradients::certified(char tensor, std::size_t i) {
+  if (!certified_) certified_ = certified_gradients(problem_);
+  const double want = gradient_values(*certified_, tensor)[i];
+  return {want, 0x1p-53 * std::fabs(want) + 0x1p-1074, true};
+}
+
 std::string gradients_outside_bound(const Problem& p, const GradientEvaluation& e, FormatId output,
                                     ErrorStats& stats) {
-  const GradientEnclosure fast = enclosed_gradients(p, e.forward);
-  std::optional<GradientResult> certified;  // taken once, for the verdicts the enclosure leaves open
+  ExactGradients exact(p, e);
   const double u_out = format_info(output).unit_roundoff;
   // The least magnitude that rounds to infinity in the output format
   // (round to nearest: the largest finite value plus half its spacing).
   const FormatInfo& out_format = format_info(output);
   const double overflow = out_format.has_infinity ? out_format.max_finite + ulp(out_format.max_finite, output) / 2
                                                   : INFINITY;
-  struct Tensor {
-    char name;
-    const std::vector<double>& got;
-    const std::vector<double>& approx;
-    const std::vector<double>& approx_error;
-    const std::vector<double>& before;
-    const std::vector<double>& scale;
-    const std::vector<double> GradientResult::*exact;
-  };
-  const Tensor tensors[] = {
-      {'Q', e.got.dq, fast.dq, fast.dq_error, e.bounds.dq, e.bounds.dq_scale, &GradientResult::dq},
-      {'K', e.got.dk, fast.dk, fast.dk_error, e.bounds.dk, e.bounds.dk_scale, &GradientResult::dk},
-      {'V', e.got.dv, fast.dv, fast.dv_error, e.bounds.dv, e.bounds.dv_scale, &GradientResult::dv},
-      {'S', e.got.dsink, fast.dsink, fast.dsink_error, e.bounds.dsink, e.bounds.dsink_scale, &GradientResult::dsink},
-  };
-  for (const Tensor& tensor : tensors) {
+  for (const char name : kGradientTensors) {
+    const GradientTensor tensor = gradient_tensor(e, name);
     for (std::size_t i = 0; i < tensor.got.size(); ++i) {
       const double got = tensor.got[i];
-      // The exact value lies within `radius` of `want`: the enclosure's,
-      // or the correctly rounded float64 one's half ulp.
-      double want = tensor.approx[i], radius = tensor.approx_error[i];
-      bool from_certified = false;
-      const auto take_certified = [&] {
-        if (!certified) certified = certified_gradients(p);
-        want = ((*certified).*tensor.exact)[i];
-        radius = 0x1p-53 * std::fabs(want) + 0x1p-1074;
-        from_certified = true;
-      };
-      if (!std::isfinite(want) || !std::isfinite(radius)) take_certified();
-      if (std::isnan(want)) continue;  // NaN semantics are not this rule's
+      ExactGradients::Value want = exact.enclosed(name, i);
+      if (std::isnan(want.approx)) continue;  // NaN semantics are not this rule's
       double bound = 0;
-      // true: within the bound, false: outside it, nullopt: the enclosure
-      // cannot tell.
+      // true: within the bound, false: outside it, nullopt: the exact
+      // value's radius cannot tell.
       const auto verdict = [&]() -> std::optional<bool> {
-        bound = rounded_gradient_bound(tensor.before[i], std::fabs(want) + radius, output);
+        bound = rounded_gradient_bound(tensor.before[i], std::fabs(want.approx) + want.radius, output);
         if (std::isinf(got)) {
           // Rounding to the output format overflows to the infinity of the
           // value's sign where the value may reach the format's overflow
           // threshold (SPEC 6.11 step 8); nowhere else.
-          if (std::signbit(got) != std::signbit(want) || !std::isfinite(bound)) return false;
-          if (std::fabs(want) - radius - tensor.before[i] >= overflow) return true;
-          if (std::fabs(want) + radius + tensor.before[i] < overflow) return false;
+          if (std::signbit(got) != std::signbit(want.approx) || !std::isfinite(bound)) return false;
+          if (std::fabs(want.approx) - want.radius - tensor.before[i] >= overflow) return true;
+          if (std::fabs(want.approx) + want.radius + tensor.before[i] < overflow) return false;
           return std::nullopt;
         }
         if (!std::isfinite(got)) return false;
-        const double error = std::fabs(got - want);
-        if (error <= bound - radius) return true;
-        if (error > bound + radius) return false;
+        const double error = std::fabs(got - want.approx);
+        if (error <= bound - want.radius) return true;
+        if (error > bound + want.radius) return false;
         return std::nullopt;
       };
       std::optional<bool> within = verdict();
-      stats.add(std::fabs(got - want), bound, tensor.scale[i], u_out);
+      stats.add(std::fabs(got - want.approx), bound, tensor.scale[i], u_out);
       if (!std::isfinite(bound)) continue;  // no bound: counted as not judged
-      if (!within && !from_certified) {
-        take_certified();
+      if (!within && !want.certified) {
+        want = exact.certified(name, i);
         within = verdict();
       }
       if (!within)
-        throw ReferenceError("a gradient within half a float64 ulp of its bound: " +
-                             gradient_element_name(p, tensor.name, i));
+        throw ReferenceError("a gradient within half a float64 ulp of its bound: " + gradient_element_name(p, name, i));
       if (*within) continue;
-      return gradient_element_name(p, tensor.name, i) + " is " + number_text(got) + ", the certified gradient " +
-             number_text(want) + ": error " + number_text(std::fabs(got - want)) + " exceeds the bound " +
+      return gradient_element_name(p, name, i) + " is " + number_text(got) + ", the certified gradient " +
+             number_text(want.approx) + ": error " + number_text(std::fabs(got - want.approx)) + " exceeds the bound " +
              number_text(bound);
     }
   }

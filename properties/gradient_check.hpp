@@ -4,6 +4,7 @@
 // laws and the backward kernels' tests share it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,27 @@ Features backward_features(const Kernel& kernel);
 // Runs the kernel's backward on p (which carries dO) and computes the
 // bounds; throws std::runtime_error when a gradient has the wrong size.
 GradientEvaluation evaluate_gradients(Kernel& kernel, const Problem& p);
+
+// The exact gradients of p as the verdicts take them: each value within a
+// radius of an approximation, from the long double enclosure
+// (reference/fast_gradients.hpp), or from the multiprecision gradients
+// (taken once, when first needed) where the enclosure has no finite value
+// or cannot decide. Refers to p and e, which must outlive it.
+class ExactGradients {
+ public:
+  ExactGradients(const Problem& p, const GradientEvaluation& e);
+  struct Value {
+    double approx, radius;
+    bool certified;  // from the multiprecision gradients (radius half a float64 ulp)
+  };
+  Value enclosed(char tensor, std::size_t i);   // the enclosure's where finite, else certified
+  Value certified(char tensor, std::size_t i);  // the multiprecision gradients' float64 rounding
+
+ private:
+  const Problem& problem_;
+  GradientEnclosure enclosure_;
+  std::optional<GradientResult> certified_;
+};
 
 // "" when every gradient value is within its bound of the certified one,
 // else the first that is not. The long double enclosure

@@ -6,6 +6,7 @@
 #include <rapidcheck.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,29 @@ void keep_failing(Problem& drawn, const std::vector<std::pair<const Problem*, co
       return;
     }
   }
+}
+
+// The verdict on kernel values whose exact values are related exactly,
+// `difference` being how far they break the relation: "" when it holds
+// within `tolerance`, else why not. NaN fails, the draws' exact gradients
+// being finite. A value rounded to an infinity near the output format's
+// overflow, and so any infinite tolerance, leaves the relation unbounded:
+// counted as not judged (GRADPREC judges such values on their own).
+std::string relation_broken(std::initializer_list<double> values, double difference, double tolerance, double scale,
+                            double u_out, ErrorStats& stats) {
+  bool nan = false, infinite = false;
+  for (const double v : values) {
+    nan = nan || std::isnan(v);
+    infinite = infinite || std::isinf(v);
+  }
+  if (nan) return "NaN where every exact gradient is finite";
+  if (infinite || !std::isfinite(tolerance)) {
+    stats.add(0, INFINITY, scale, u_out);
+    return "";
+  }
+  stats.add(difference, tolerance, scale, u_out);
+  if (difference <= tolerance) return "";
+  return "they differ by " + number_text(difference) + ", more than the bounds' " + number_text(tolerance);
 }
 
 }  // namespace
@@ -75,23 +99,12 @@ ClauseOutcome check_gradlin(PropertyContext& context) {
                                  bound_around(tc.before[i], z, output) +
                                  comparison_rounding(std::fabs(x) + std::fabs(y) + std::fabs(z));
         const double scale = ta.scale[i] + std::fabs(c) * tb.scale[i] + tc.scale[i];
-        // A value rounded to an infinity near the format's overflow has
-        // no finite bound here: not judged (GRADPREC judges it). NaN,
-        // where the draws give finite exact gradients, fails below.
-        const bool nan = std::isnan(x) || std::isnan(y) || std::isnan(z);
-        if (!nan && (std::isinf(x) || std::isinf(y) || std::isinf(z) || !std::isfinite(tolerance))) {
-          stats.add(0, INFINITY, scale, u_out);
-          continue;
-        }
-        const double difference = std::fabs(z - x - y);
-        if (!nan) stats.add(difference, tolerance, scale, u_out);
-        if (!nan && difference <= tolerance) continue;
+        const std::string broken =
+            relation_broken({x, y, z}, std::fabs(z - x - y), tolerance, scale, u_out, stats);
+        if (broken.empty()) continue;
         const std::string what = gradient_element_name(p, name, i) + " is " + number_text(z) + " for dO = a + " +
                                  number_text(c) + " b, but " + number_text(x) + " for a and " +
-                                 number_text(tb.got[i]) + " for b: " +
-                                 (nan ? std::string("NaN where every exact gradient is finite")
-                                      : "they differ by " + number_text(difference) + ", more than the bounds' " +
-                                            number_text(tolerance));
+                                 number_text(tb.got[i]) + " for b: " + broken;
         keep_failing(p, {{&combined, &ec}, {&a, &ea}, {&b, &eb}}, output);
         return what;
       }
@@ -141,23 +154,10 @@ ClauseOutcome check_gradperm(PropertyContext& context) {
         const double tolerance = bound_around(mine.before[from], x, output) +
                                  bound_around(moved.before[i], y, output);
         const double scale = mine.scale[from] + moved.scale[i];
-        const bool nan = std::isnan(x) || std::isnan(y);
-        if (x == y || (std::isnan(x) && std::isnan(y))) {
-          stats.add(0, tolerance, scale, u_out);
-          continue;
-        }
-        if (!nan && (std::isinf(x) || std::isinf(y) || !std::isfinite(tolerance))) {  // not judged, as in GRADLIN
-          stats.add(0, INFINITY, scale, u_out);
-          continue;
-        }
-        const double difference = std::fabs(x - y);
-        if (!nan) stats.add(difference, tolerance, scale, u_out);
-        if (!nan && difference <= tolerance) continue;
+        const std::string broken = relation_broken({x, y}, std::fabs(x - y), tolerance, scale, u_out, stats);
+        if (broken.empty()) continue;
         const std::string what = gradient_element_name(p, name, from) + " is " + number_text(x) + ", and " +
-                                 number_text(y) + " with query rows and keys permuted: " +
-                                 (nan ? std::string("NaN where every exact gradient is finite")
-                                      : "they differ by " + number_text(difference) + ", more than the bounds' " +
-                                            number_text(tolerance));
+                                 number_text(y) + " with query rows and keys permuted: " + broken;
         keep_failing(p, {{&original, &before}, {&permuted, &after}}, output);
         return what;
       }
