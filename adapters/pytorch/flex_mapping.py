@@ -15,7 +15,9 @@ sinks and descales maps onto it without computing anything outside it:
   softcap, beside the additive mask).
 
 A row with no visible key: FlexAttention outputs 0 and an lse of -inf,
-which is the spec's.
+which is the spec's. The backward (SPEC 2.6) is autograd's through the
+same call: score_mod is differentiated where it is traced (softcap's tanh;
+ALiBi and the additive mask add constants).
 """
 
 

@@ -22,7 +22,9 @@ zeros for fully masked rows from 2.5. The SDPA backends also take the
 backward (SPEC 2.6): torch.autograd.grad of the output with dO, the
 backend's own backward kernel (FlashAttention 2's for flash, storing P and
 dS in the input type, declared as the gradient storage format), and so
-does flash_attn (flash_attn_func's own backward kernel). PyTorch refuses a mask together with
+do flex (autograd through FlexAttention and its score_mod: on a GPU its
+generated backward kernel, P and dS in the input type as well) and
+flash_attn (flash_attn_func's own backward kernel). PyTorch refuses a mask together with
 is_causal, so with a mask the causal blocks are folded into it (the one
 piece of glue; declining such cases made a fifth of the suite's cases
 unjudged, which is INCOMPLETE).
@@ -61,16 +63,21 @@ def backend_context(torch, backend):
 
 def flex_hello(torch, args):
     """FlexAttention: scores and softmax in float32 for 16-bit inputs."""
-    accumulate = "float32" if args.dtype in ("float16", "bfloat16") else args.dtype
+    narrow = args.dtype in ("float16", "bfloat16")
+    accumulate = "float32" if narrow else args.dtype
+    formats = {"input": args.dtype, "accumulate": accumulate, "output": args.dtype}
+    if narrow:  # its backward kernel casts P and dS to the inputs' type for the tensor cores' products
+        formats["gradient_storage"] = args.dtype
     both = ["top_left", "bottom_right"]
     return {
         "protocol": 1,
         "name": "torch-%s-flex-%s-%s" % (torch.__version__.split("+")[0], args.device, args.dtype),
-        "formats": {"input": args.dtype, "accumulate": accumulate, "output": args.dtype},
+        "formats": formats,
         "capabilities": {"masks": ["bool", "additive"], "causal": both, "window": both, "alibi": both,
                          "gqa": True, "scale": True, "softcap": True,
                          # A value head size of its own from PyTorch 2.6.
-                         "dv_ne_dk": version_at_least(torch, 2, 6), "lse": True, "fully_masked_rows": True},
+                         "dv_ne_dk": version_at_least(torch, 2, 6), "lse": True, "fully_masked_rows": True,
+                         "backward": True},
     }
 
 
@@ -165,6 +172,17 @@ def run_case(torch, np, directory, args, kind="dense"):
     if kind == "backward" and args.backend == "flash_attn":
         from flash_attn_mapping import run_flash_attn_backward
         grads = run_flash_attn_backward(torch, np, case, directory, q, k, v, load("dout").to(dtype), args.device)
+        for name, grad in zip(("dq", "dk", "dv"), grads):
+            np.save(os.path.join(directory, name + ".npy"), grad.to(wide).cpu().numpy().astype(carrier))
+        return {"ok": True}
+    if kind == "backward" and args.backend == "flex":
+        from flex_mapping import run_flex
+        for tensor in (q, k, v):
+            tensor.requires_grad_(True)
+        out, _ = run_flex(torch, np, case, directory, q, k, v, args.device)
+        # Autograd through score_mod (softcap's tanh), and under enable_gqa
+        # the sums of dK and dV over each kv head's query heads.
+        grads = torch.autograd.grad(out, (q, k, v), grad_outputs=load("dout").to(dtype))
         for name, grad in zip(("dq", "dk", "dv"), grads):
             np.save(os.path.join(directory, name + ".npy"), grad.to(wide).cpu().numpy().astype(carrier))
         return {"ok": True}

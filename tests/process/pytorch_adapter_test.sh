@@ -43,6 +43,11 @@ trap 'rm -rf "$work"' EXIT
 # stand-in's textbook gradients here) with its windows, ALiBi and softcap.
 "$ATTNSPEC" run --kernel "$adapter --dtype float16 --backend flash_attn" --profile quick --save-failures "$work" \
   --clause GRADPREC --clause GRADSUM --clause GRADGQA
+# FlexAttention's backward: autograd through flex_mapping.py's score_mod
+# (softcap's derivative), windows, ALiBi and masks; the stand-in's textbook
+# gradients here.
+"$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend flex" --profile quick --save-failures "$work" \
+  --clause GRADPREC --clause GRADSUM --clause GRADMASK --clause GRADGQA
 cp -r "$source_dir/adapters/pytorch" "$work/bugged"
 sed -i 's/dout = load("dout")/dout = load("q")/' "$work/bugged/torch_adapter.py"
 ! grep -q 'load("dout")' "$work/bugged/torch_adapter.py"
