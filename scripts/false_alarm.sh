@@ -10,7 +10,10 @@
 # kind, profile, kernels, clauses, seed, result), so that a sweep too long
 # for one sitting can go on from where it stopped (bench/false_alarm_ledger.tsv
 # is the project's). OUT=DIR keeps the logs apart from another sweep's
-# (default build/false-alarm).
+# (default build/false-alarm). To stop a sweep without losing the seeds
+# under way, `touch OUT/stop`: no further seed starts, the running ones
+# finish and enter the ledger (killing the script instead leaves its
+# running seeds going on by themselves).
 # Usage: scripts/false_alarm.sh [FIRST_SEED] [LAST_SEED]   (default 1 100)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,12 +35,17 @@ commit="${COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo un
 # A binary built earlier reads the source tree's golden cases, which may
 # have moved on (a case with a field it does not know fails GOLDEN): give
 # it its own commit's, unless ATTNSPEC_GOLDEN_DIR says where they are.
+# The copy stays in OUT (half a megabyte): a temporary one removed when
+# the script ended was gone under seeds still running (GOLDEN skipped).
 if [ -n "${COMMIT:-}" ] && [ -z "${ATTNSPEC_GOLDEN_DIR:-}" ]; then
-  golden_copy="$(mktemp -d)"
-  trap 'rm -rf "$golden_copy"' EXIT
-  git -C "$root" archive "$COMMIT" cases/golden | tar -x -C "$golden_copy"
+  golden_copy="$out/golden-$COMMIT"
+  if [ ! -d "$golden_copy/cases/golden" ]; then
+    mkdir -p "$golden_copy"
+    git -C "$root" archive "$COMMIT" cases/golden | tar -x -C "$golden_copy" || { rm -rf "$golden_copy"; echo "false_alarm.sh: cannot extract cases/golden of $COMMIT" >&2; exit 2; }
+  fi
   export ATTNSPEC_GOLDEN_DIR="$golden_copy/cases/golden"
 fi
+rm -f "$out/stop"
 kind="$("$attnspec" kernels 2>/dev/null | sed -n 's/.*kind \([a-z0-9-]*\).*/\1/p' | head -n 1)"
 # Arrays do not pass through export: the selection goes as one
 # newline-separated string, split back in one_seed.
@@ -48,6 +56,7 @@ one_seed() {
   local seed="$1"
   local -a selection
   mapfile -t selection <<<"$selection_lines"
+  if [ -e "$out/stop" ]; then rm -f "$out/seed-$seed.txt"; echo "seed $seed: not run (stop requested)"; return; fi
   "$attnspec" run "${selection[@]}" --profile "$profile" --seed "$seed" --save-failures "$out/failures-$seed" \
     >"$out/seed-$seed.txt" 2>&1
   local status=$? result
