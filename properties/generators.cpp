@@ -62,37 +62,6 @@ int draw_tile_length() {
   return kind == 0 ? small : kind == 1 ? any : boundary;
 }
 
-// Where the integers behind a tensor come from. Up to kShrinkableDraws of
-// them are RapidCheck draws, so a small counterexample shrinks value by
-// value to simple numbers; a larger tensor comes from one drawn seed
-// through a fast generator, because a RapidCheck draw costs about a
-// microsecond and a tile-sized case holds hundreds of thousands of values
-// (once shrinking makes the shape small, its values shrink too).
-constexpr std::size_t kShrinkableDraws = 4096;
-
-class IntegerSource {
- public:
-  explicit IntegerSource(std::size_t draws) : seeded_(draws > kShrinkableDraws) {
-    if (seeded_) state_ = static_cast<std::uint64_t>(draw_in(0, std::numeric_limits<int>::max()));
-  }
-  // As draw_in: uniform in [low, high].
-  int in(int low, int high) {
-    if (!seeded_) return draw_in(low, high);
-    const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(high) - low + 1);
-    return static_cast<int>(low + static_cast<std::int64_t>(next() % span));
-  }
-
- private:
-  std::uint64_t next() {  // splitmix64
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  bool seeded_;
-  std::uint64_t state_ = 0;
-};
-
 double draw_value(IntegerSource& source, FormatId format, Distribution distribution) {
   const auto in = [&](int low, int high) { return source.in(low, high); };
   double x = 0;
@@ -124,6 +93,23 @@ double draw_value(IntegerSource& source, FormatId format, Distribution distribut
 }
 
 }  // namespace
+
+IntegerSource::IntegerSource(std::size_t draws) : seeded_(draws > kShrinkableDraws) {
+  if (seeded_) state_ = static_cast<std::uint64_t>(draw_in(0, std::numeric_limits<int>::max()));
+}
+
+int IntegerSource::in(int low, int high) {
+  if (!seeded_) return draw_in(low, high);
+  const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(high) - low + 1);
+  return static_cast<int>(low + static_cast<std::int64_t>(next() % span));
+}
+
+std::uint64_t IntegerSource::next() {  // splitmix64
+  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 Features no_features() {
   Features f;

@@ -5,6 +5,8 @@
 // functions draw with `*gen` and so must be called inside a property body.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -31,6 +33,29 @@ enum class Distribution {
 // `low` when low > 0). Every optional feature is switched on by a roll's
 // largest value, so shrinking the roll switches it off.
 int draw_in(int low, int high);
+
+// Where the integers behind a tensor (or a mask, or a rewrite of blocked
+// keys) come from. Up to kShrinkableDraws of them are RapidCheck draws, so
+// a small counterexample shrinks value by value to simple numbers; more
+// come from one drawn seed through a fast generator, because a RapidCheck
+// draw costs about a microsecond and a tile-sized case holds hundreds of
+// thousands of values (once shrinking makes the shape small, its values
+// are RapidCheck's again).
+inline constexpr std::size_t kShrinkableDraws = 4096;
+
+class IntegerSource {
+ public:
+  // `draws`: how many integers the caller will take (or their order of
+  // magnitude): it decides between the two sources.
+  explicit IntegerSource(std::size_t draws);
+  // As draw_in: uniform in [low, high].
+  int in(int low, int high);
+
+ private:
+  std::uint64_t next();
+  bool seeded_;
+  std::uint64_t state_ = 0;
+};
 
 // Which features a generated problem may use; each is further limited to
 // what the kernel's capabilities allow.

@@ -26,10 +26,16 @@ int add_padding_mask(Problem& p) {
   p.mask_batch = p.mask_heads = 1;
   p.causal = Causal::none;
   p.mask.assign(static_cast<std::size_t>(p.dims.q_len) * S, 1.0);
+  IntegerSource source(p.mask.size());
   for (int i = 0; i < p.dims.q_len; ++i)
     for (int j = 0; j < S; ++j)
-      if (j >= first_blocked || draw_in(0, 4) == 4) p.mask[static_cast<std::size_t>(i) * S + j] = 0.0;
+      if (j >= first_blocked || source.in(0, 4) == 4) p.mask[static_cast<std::size_t>(i) * S + j] = 0.0;
   return first_blocked;
+}
+
+// How many values rewrite_blocked rewrites.
+std::size_t blocked_values(const Problem& p, int first) {
+  return static_cast<std::size_t>(p.dims.batch) * p.dims.kv_heads * (p.dims.kv_len - first) * (p.dims.d_k + p.dims.d_v);
 }
 
 // Rewrites K and V rows of keys >= first with `fill(old value)`.
@@ -62,7 +68,8 @@ ClauseOutcome check_maskbool(PropertyContext& context) {
     const int first = add_padding_mask(p);
     const Evaluation base = evaluate(context.kernel, p);
     Problem changed = p;
-    rewrite_blocked(changed, first, [&](double& x) { x = round_to_format(-3 * x + draw_in(-4, 4), input); });
+    IntegerSource source(blocked_values(changed, first));
+    rewrite_blocked(changed, first, [&](double& x) { x = round_to_format(-3 * x + source.in(-4, 4), input); });
     const Evaluation other = evaluate(context.kernel, changed);
     const Problem original = p;
     if (std::string f = related(p, original, base, changed, other, same_index(p.out_size()),
@@ -88,7 +95,8 @@ ClauseOutcome check_maskadd(PropertyContext& context) {
       p.mask_kind = MaskKind::additive;
       p.mask_batch = p.mask_heads = 1;
       p.mask.resize(static_cast<std::size_t>(p.dims.q_len) * p.dims.kv_len);
-      for (double& m : p.mask) m = draw_in(0, 5) == 5 ? -INFINITY : std::ldexp(draw_in(-8, 8), -2);
+      IntegerSource source(p.mask.size());
+      for (double& m : p.mask) m = source.in(0, 5) == 5 ? -INFINITY : std::ldexp(source.in(-8, 8), -2);
     }
     return outside_bound(p, evaluate(context.kernel, p), u_out, stats);
   });
