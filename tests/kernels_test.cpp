@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "adapters/naive/naive_kernel.hpp"
 #include "adapters/registry.hpp"
 #include "reference/certified.hpp"
 #include "spec/precision_model.hpp"
@@ -208,6 +209,25 @@ TEST(PrecisionModel, WeightsRoundedToE4m3NeedTheirTerm) {
   }
   EXPECT_EQ(outside_declared, 0u);
   EXPECT_GT(outside_unrounded, p.out_size() / 4);
+}
+
+// PRECREL's second yardstick sums each q.k as one running float32 sum in
+// index order. Key 0's q.k = 2^24 + 1 - 2^24 = 1 exactly, but that order
+// rounds 2^24 + 1 to 2^24 and gives 0; key 1's is 0. With equal logits the
+// output is the mean of the two values, (2 + 4) / 2, and no other outcome
+// is that order's.
+TEST(NaiveYardstick, RunningSumTakesEachQkInIndexOrder) {
+  Problem p;
+  p.dims = {1, 1, 1, 1, 2, 3, 1};
+  p.scale = 1.0;
+  p.q = {0x1p24, 1, -0x1p24};
+  p.k = {1, 1, 1, 0, 0, 0};
+  p.v = {2, 4};
+  const KernelFormats f32{FormatId::float32, FormatId::float32, FormatId::float32};
+  EXPECT_EQ(make_naive_kernel(f32, LogitProduct::running_sum)->run(p).out, std::vector<double>{3.0});
+  // The exact logits (1 and 0) give (2e + 4) / (e + 1), which the
+  // certified reference rounds to about 2.5379.
+  EXPECT_NEAR(certified_attention(p).out[0], (2 * std::exp(1.0) + 4) / (std::exp(1.0) + 1), 1e-12);
 }
 
 }  // namespace

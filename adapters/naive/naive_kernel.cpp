@@ -21,8 +21,10 @@ class NaiveKernel final : public Kernel {
   static constexpr FormatId kArithmetic = std::is_same_v<Scalar, double> ? FormatId::float64 : FormatId::float32;
 
   explicit NaiveKernel(FormatId output = kArithmetic, FormatId storage = kArithmetic,
-                       std::optional<FormatId> weights = std::nullopt, double weights_scale = 1)
-      : output_(output), storage_(storage), weights_(weights), weights_scale_(static_cast<Scalar>(weights_scale)) {}
+                       std::optional<FormatId> weights = std::nullopt, double weights_scale = 1,
+                       LogitProduct product = LogitProduct::blocked)
+      : output_(output), storage_(storage), weights_(weights), weights_scale_(static_cast<Scalar>(weights_scale)),
+        product_(product) {}
 
   std::string name() const override {
     const std::string base = std::is_same_v<Scalar, double> ? "naive-f64" : "naive-f32";
@@ -78,7 +80,7 @@ class NaiveKernel final : public Kernel {
           dequantise(k, p.descales->k_of(b, g, d.kv_heads));
           dequantise(v, p.descales->v_of(b, g, d.kv_heads));
         }
-        Matrix logits = (q * k.transpose()) * scale;
+        Matrix logits = product_ == LogitProduct::blocked ? Matrix((q * k.transpose()) * scale) : running_products(q, k, scale);
         logits = logits.unaryExpr([this](Scalar x) { return store(x); });
         std::vector<char> has_visible(static_cast<std::size_t>(d.q_len), 0);
         for (int i = 0; i < d.q_len; ++i) {
@@ -151,6 +153,20 @@ class NaiveKernel final : public Kernel {
   FormatId storage_;
   std::optional<FormatId> weights_;
   Scalar weights_scale_;
+  LogitProduct product_;
+
+  // Q K^T with each q.k one running sum in index order, then scaled: the
+  // plainest order a kernel may take (LogitProduct::running_sum).
+  static Matrix running_products(const Matrix& q, const Matrix& k, Scalar scale) {
+    Matrix logits(q.rows(), k.rows());
+    for (Eigen::Index i = 0; i < q.rows(); ++i)
+      for (Eigen::Index j = 0; j < k.rows(); ++j) {
+        Scalar sum = 0;
+        for (Eigen::Index t = 0; t < q.cols(); ++t) sum += q(i, t) * k(j, t);
+        logits(i, j) = sum * scale;
+      }
+    return logits;
+  }
 
   template <typename RowOf>
   static Matrix rows_of(const Problem&, RowOf row_of, int rows, int cols) {
@@ -168,19 +184,16 @@ class NaiveKernel final : public Kernel {
 std::unique_ptr<Kernel> make_naive_f64() { return std::make_unique<NaiveKernel<double>>(); }
 std::unique_ptr<Kernel> make_naive_f32() { return std::make_unique<NaiveKernel<float>>(); }
 
-std::unique_ptr<Kernel> make_naive_kernel(const KernelFormats& f) {
-  if (!f.weights) return make_naive_kernel(f.accumulate, f.output);
-  const FormatId storage = f.accumulate == FormatId::float64 || f.accumulate == FormatId::float32 ? FormatId::float32
-                                                                                                 : f.accumulate;
+std::unique_ptr<Kernel> make_naive_kernel(const KernelFormats& f, LogitProduct product) {
+  const double weights_scale = f.weights ? f.weights_scale : 1.0;
   if (f.accumulate == FormatId::float64)
-    return std::make_unique<NaiveKernel<double>>(f.output, FormatId::float64, f.weights, f.weights_scale);
-  return std::make_unique<NaiveKernel<float>>(f.output, storage, f.weights, f.weights_scale);
+    return std::make_unique<NaiveKernel<double>>(f.output, FormatId::float64, f.weights, weights_scale, product);
+  // float32 arithmetic, a narrower accumulator the storage between steps.
+  return std::make_unique<NaiveKernel<float>>(f.output, f.accumulate, f.weights, weights_scale, product);
 }
 
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output) {
-  if (accumulate == FormatId::float64) return std::make_unique<NaiveKernel<double>>(output);
-  if (accumulate == FormatId::float32) return std::make_unique<NaiveKernel<float>>(output);
-  return std::make_unique<NaiveKernel<float>>(output, accumulate);
+  return make_naive_kernel(KernelFormats{output, accumulate, output});
 }
 
 }  // namespace attnspec

@@ -18,10 +18,19 @@ std::unique_ptr<Kernel> make_naive_f32();
 // framework composing 16-bit tensor operations does; the result rounded
 // to `output`.
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output);
+
+// The order of each q.k sum. `blocked`: Eigen's matrix product, which
+// keeps many partial sums (up to 64, by instruction set) and so errs as
+// little as any order; `running_sum`: one running sum in index order, the
+// plainest order a kernel may take. PRECREL's yardstick is the worse of
+// the two (spec/SPEC.md, PRECREL).
+enum class LogitProduct { blocked, running_sum };
+
 // The same, for a kernel that also declares a weights format (spec/SPEC.md
 // 6.4): the unnormalised weights times the scale rounded to it for P V, the
 // denominator from the weights before that rounding, as FlashAttention 3's
 // own reference of its fp8 path does not but its kernel does.
-std::unique_ptr<Kernel> make_naive_kernel(const KernelFormats& formats);
+std::unique_ptr<Kernel> make_naive_kernel(const KernelFormats& formats,
+                                          LogitProduct product = LogitProduct::blocked);
 
 }  // namespace attnspec
