@@ -46,8 +46,9 @@ bool rounding_is_decided(double approximation, double error, double rounded, con
 // The double rung's dot products (reference/running_bound.hpp), the fast
 // path's hottest loop, compiled
 // also for AVX2 and AVX-512 and chosen by the CPU at load time. Every
-// clone performs the same operations in the same order (ISO C++ mode: no
-// contraction into FMA), so every clone returns the same values.
+// clone performs the same operations in the same order (no contraction
+// into FMA: -ffp-contract=off, CMakeLists.txt), so every clone returns the
+// same values.
 [[gnu::target_clones("avx512f", "avx2", "default")]] DotProduct<double> dot_in_double(const double* q, const double* k,
                                                                                      int d) {
   return dot_with_running_bound<double>(q, k, d);
