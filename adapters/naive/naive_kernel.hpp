@@ -20,9 +20,9 @@ std::unique_ptr<Kernel> make_naive_f32();
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output);
 
 // The order of each q.k sum. `blocked`: Eigen's matrix product, which
-// keeps many partial sums (up to 64, by instruction set) and so errs as
-// little as any order; `running_sum`: one running sum in index order, the
-// plainest order a kernel may take. PRECREL's yardstick is the worse of
+// keeps several partial sums (how many depends on the instruction set)
+// and so errs about as little as any order; `running_sum`: one running sum
+// in index order, the plainest order a kernel may take. PRECREL's yardstick is the worse of
 // the two (spec/SPEC.md, PRECREL).
 enum class LogitProduct { blocked, running_sum };
 
