@@ -193,6 +193,24 @@ TEST(AuditSweep, Values) {
   EXPECT_EQ(sweep_values(SweepAxis::d_k, 2), (std::vector<int>{1, 2}));
 }
 
+// The yardstick takes, per element, the worse of two q.k orders (as
+// PRECREL does): auditing the blocked order itself must then come out
+// below the yardstick, where a blocked-only yardstick would tie. One query
+// row per head, so that Eigen's product of a head is a matrix-vector one,
+// whose order is not the running sum's (LogitProduct).
+TEST(Audit, NaiveYardstickIsTheWorseOfTwoOrders) {
+  const std::unique_ptr<Kernel> kernel = make_kernel("naive-f32");
+  AuditOptions options;
+  options.shape.batch = 1, options.shape.q_heads = 16, options.shape.kv_heads = 1;
+  options.shape.q_len = 1, options.shape.kv_len = 512, options.shape.d_k = 128, options.shape.d_v = 8;
+  options.distribution = InputDistribution::normal;
+  options.rows_per_head = 1;
+  const AuditResult r = run_audit(*kernel, "naive-f32", options);
+  ASSERT_EQ(r.points.size(), 1u);
+  EXPECT_GT(r.points.front().kernel_naive_ratio, 0);
+  EXPECT_LT(r.points.front().kernel_naive_ratio, 1);
+}
+
 // A whole audit: finite, sensible figures. Every kernel output is a value
 // of the output format and the floor is the correctly rounded value, the
 // nearest such value to the exact result, so the kernel's errors are at
@@ -209,7 +227,7 @@ TEST(Audit, BuiltinKernelOnASmallShape) {
   const AuditPoint& p = r.points.front();
   EXPECT_EQ(p.checked_rows, 24u);
   EXPECT_EQ(p.checked_elements, 24u * 8);
-  EXPECT_EQ(r.naive, "naive composition in float32, output float16");
+  EXPECT_EQ(r.naive, "naive composition in float32, output float16, q.k blocked or as a running sum, the worse per element");
   for (const ErrorMeasures* m : {&p.kernel, &p.naive, &p.floor}) {
     EXPECT_TRUE(std::isfinite(m->componentwise.max) && std::isfinite(m->rmse));
     EXPECT_EQ(m->componentwise.nonfinite, 0u);

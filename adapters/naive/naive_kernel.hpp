@@ -19,11 +19,13 @@ std::unique_ptr<Kernel> make_naive_f32();
 // to `output`.
 std::unique_ptr<Kernel> make_naive_kernel(FormatId accumulate, FormatId output);
 
-// The order of each q.k sum. `blocked`: Eigen's matrix product, which
-// keeps several partial sums (how many depends on the instruction set)
-// and so errs about as little as any order; `running_sum`: one running sum
-// in index order, the plainest order a kernel may take. PRECREL's yardstick is the worse of
-// the two (spec/SPEC.md, PRECREL).
+// The order of each q.k sum. `blocked`: Eigen's product, whose order is
+// Eigen's: for a head of one query row (a matrix-vector product) several
+// partial sums, so it errs about as little as any order; for several rows
+// (built as this project builds, without FMA) mostly each sum in index
+// order, the running sum's. `running_sum`: one running sum in index order,
+// the plainest order a kernel may take. PRECREL's yardstick is the worse
+// of the two at each output (spec/SPEC.md, PRECREL).
 enum class LogitProduct { blocked, running_sum };
 
 // The same, for a kernel that also declares a weights format (spec/SPEC.md
