@@ -12,6 +12,7 @@
 #include "adapters/registry.hpp"
 #include "cases/io/input_error.hpp"
 #include "cases/io/npy.hpp"
+#include "cli/clause_workers.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "properties/runner.hpp"
@@ -30,7 +31,27 @@ struct RunArgs {
   bool strict_determinism = false;
   bool no_shrink = false;
   bool allow_incomplete = false;
+  int jobs = 0;        // 0: default_jobs() for an in-process kernel, 1 for cmd:
+  std::string worker;  // set in a worker process: its queue directory
 };
+
+// The `run` arguments a worker process gets: everything that shapes the
+// verdicts, nothing that writes reports.
+std::vector<std::string> worker_arguments(const RunArgs& args, const std::string& kernel) {
+  std::vector<std::string> a{"run", "--kernel", kernel, "--profile", args.profile, "--seed", std::to_string(args.seed)};
+  if (!args.save_failures.empty()) a.insert(a.end(), {"--save-failures", args.save_failures});
+  if (args.strict_determinism) a.push_back("--strict-determinism");
+  if (args.allow_incomplete) a.push_back("--allow-incomplete");
+  if (args.no_shrink) a.push_back("--no-shrink");
+  return a;
+}
+
+int jobs_for(const RunArgs& args, const std::string& kernel) {
+  if (args.jobs > 0) return args.jobs;
+  // A process adapter may use every core itself, and each worker would
+  // start one more.
+  return kernel.starts_with("cmd:") ? 1 : default_jobs();
+}
 
 std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
   std::unique_ptr<Kernel> kernel = make_kernel(name);
@@ -105,6 +126,18 @@ int run(const RunArgs& args) {
                                           std::string(format_info(kernel->formats().input).name) + " inputs, not " + args.dtype);
   }
   const RunOptions options = parse_options(args);
+  if (!args.worker.empty()) {  // a worker of a parent's --jobs: clauses from its queue, lines only
+    if (selected.size() != 1 || !selected.front().kernel)
+      throw InputError("--worker", "", "takes one kernel available on this machine");
+    Kernel& kernel = *selected.front().kernel;
+    const std::optional<KernelEntry> entry = find_kernel_entry(selected.front().name);
+    const bool failed = serve_clause_queue(kernel, selected.front().name, entry ? platform_of(*entry) : KernelPlatform{},
+                                           options, args.clauses, args.worker);
+    kernel.end_run(failed);
+    if (const auto log = kernel.log_file(); log && failed && std::filesystem::exists(*log))
+      std::cout << "  adapter stderr kept: " << log->string() << "\n";
+    return failed ? kExitFailed : 0;
+  }
   for (const Selected& s : selected)
     if (s.kernel && s.kernel->capabilities().max_elements < kMinMaxElements)
       throw InputError("--kernel", "", "kernel " + s.kernel->name() + " declares max_elements " +
@@ -135,17 +168,31 @@ int run(const RunArgs& args) {
     if (!platform.code_path.empty()) std::cout << "; code path: " << platform.code_path;
     std::cout << "\n";
     if (s.name.starts_with("cmd:")) std::cout << "  command: " << s.name.substr(4) << "\n";
-    if (const auto log = kernel.log_file())
-      std::cout << "  adapter stderr: " << log->string() << " (removed at the end unless the run fails)\n";
+    const std::vector<std::string> clauses = selected_clauses(options);
+    const int jobs = std::min<int>(jobs_for(args, s.name), static_cast<int>(clauses.size()));
+    if (jobs > 1)
+      std::cout << "  " << jobs << " processes (--jobs): clause lines in the order they finish\n";
+    if (const auto log = kernel.log_file()) {
+      if (jobs > 1)
+        std::cout << "  adapter stderr: " << log->string() << " and one file per worker's adapter (kept and named if the run fails)\n";
+      else
+        std::cout << "  adapter stderr: " << log->string() << " (removed at the end unless the run fails)\n";
+    }
     if (kernel.capabilities().max_elements < kMaxTensorElements)
       std::cout << "  declared: at most " << kernel.capabilities().max_elements
                 << " logits (B Hq L S) a case; a shape class it never reaches makes a clause INCOMPLETE\n";
     if (!kernel.capabilities().fully_masked_rows)
       std::cout << "  declared: rows with no visible key are not given the spec's 0; FULLMASK judges them, the other\n"
                    "  clauses leave them out\n";
-    reports.push_back(run_conformance(kernel, s.name, options, [](const ClauseReport& r) {
-      std::cout << format_line(r) << "\n" << std::flush;
-    }));
+    if (jobs > 1) {
+      RunReport base = unavailable_report(s.name, platform, options);
+      base.kernel = s.name.starts_with("cmd:") ? kernel.name() : s.name;
+      reports.push_back(run_in_workers(kernel, options, worker_arguments(args, s.name), clauses, jobs, base));
+    } else {
+      reports.push_back(run_conformance(kernel, s.name, options, [](const ClauseReport& r) {
+        std::cout << format_line(r) << "\n" << std::flush;
+      }));
+    }
     reports.back().platform = platform;
     for (const ClauseReport& r : reports.back().results) {
       if (r.outcome.status == Status::pass) ++pass;
@@ -206,6 +253,11 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("--allow-incomplete", args->allow_incomplete,
                 "let INCOMPLETE clauses (too many declined cases, a shape class never judged) pass the run; they are still reported");
   sub->add_flag("--no-shrink", args->no_shrink, "save the first failing problem as found, without shrinking it (faster)");
+  sub->add_option("--jobs", args->jobs,
+                  "worker processes the clauses are spread over (default: one per core for an in-process kernel, 1 for "
+                  "cmd:COMMAND); each clause draws from its own seed, so the verdicts do not depend on it")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--worker", args->worker, "")->group("");  // internal: a worker process of --jobs
   return {sub, [args] { return run(*args); }};
 }
 

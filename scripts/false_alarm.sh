@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # No false alarms: the built-in kernels through the ci profile for many
 # seeds in a row (issue 4 asks for 100). Too slow for CI: about 7 minutes
-# per seed for all five kernels on one core since issue 11's shapes; JOBS
-# runs seeds in parallel. PROFILE, KERNELS (space-separated) and CLAUSES
+# per seed for all five kernels on one core since issue 11's shapes; each
+# run spreads its clauses over the cores (`attnspec run --jobs`, one
+# process per core by default), and JOBS runs seeds in parallel besides. PROFILE, KERNELS (space-separated) and CLAUSES
 # (space-separated; default all) narrow the run (KERNELS separated by ';'
 # when one is a cmd:COMMAND with spaces), e.g. the tight tier alone:
 #   PROFILE=ci KERNELS="naive-f32 online-f32" CLAUSES="PREC PRECTIGHT" scripts/false_alarm.sh 1 50

@@ -84,6 +84,39 @@ assert r['format'] == 'attnspec-report/1' and r['kernel'] == 'online-bf16', r
 assert [x['clause'] for x in r['results']] == ['FULLMASK', 'PREC'], r
 assert all(x['status'] == 'pass' and x['dtype'] == 'bfloat16' for x in r['results'])"
 check "report.xml" grep -q '<testcase classname="attnspec.online-bf16" name="PREC.bfloat16"' "$work/report.xml"
+# --jobs: clauses in worker processes give the report of one process.
+check "run in two worker processes" run 0 run --kernel online-bf16 --clause PREC --clause FULLMASK --clause SCALE \
+  --jobs 2 --json "$work/jobs2.json"
+check "says it uses workers" says "2 processes (--jobs)"
+check "and in one" run 0 run --kernel online-bf16 --clause PREC --clause FULLMASK --clause SCALE --jobs 1 \
+  --json "$work/jobs1.json"
+check "the same report either way" "$python" -c "
+import json
+a, b = (json.load(open('$work/jobs%d.json' % n)) for n in (1, 2))
+for r in a['results'] + b['results']: r.pop('seconds')
+assert [x['clause'] for x in a['results']] == ['SCALE', 'FULLMASK', 'PREC'], a
+assert a == b, (a, b)"
+check "--jobs 0 is a usage error" run 2 run --kernel online-bf16 --jobs 0
+# A worker killed in the middle of a clause: that clause fails as not
+# judged, the other is judged. Its queue directory is found through TMPDIR.
+mkdir -p "$work/tmp"
+TMPDIR="$work/tmp" "$ATTNSPEC" run --kernel online-f32 --clause GRADREL --clause GRADPERM --jobs 2 --no-shrink \
+  >"$work/killed.txt" 2>&1 &
+runner=$!
+killed=no
+for _ in $(seq 1 600); do  # both clauses handed out: this process has one, the worker the other
+  queue="$(cat "$work"/tmp/attnspec-workers-*/queue 2>/dev/null || true)"
+  if [ -n "$queue" ] && [ "$((10#$queue))" -ge 2 ]; then
+    pkill -KILL -f -- "--worker $work/tmp/" && killed=yes
+    break
+  fi
+  sleep 0.1
+done
+wait "$runner"
+status=$?
+check "a killed worker's clause fails the run" [ "$killed" = yes ] && [ "$status" -eq 1 ]
+check "as not judged, with the signal" grep -q "not judged: its worker process ended before reporting it (worker [0-9]* was killed by signal 9" "$work/killed.txt"
+check "and the other clause is judged" grep -qE "^PASS  GRAD(REL|PERM)" "$work/killed.txt"
 check "unknown kernel" run 2 run --kernel nope
 check "unknown kernel message" says "unknown kernel 'nope'"
 check "unknown clause" run 2 run --kernel online-bf16 --clause NOPE
@@ -128,6 +161,10 @@ check "a crashing adapter fails its clause and the run goes on" run 1 run --kern
   --clause SCALE --clause ROWSUM --no-shrink --save-failures "$work/crash"
 check "with the exit named" says "exited with status 3"
 check "both clauses reported" says "ROWSUM"
+check "a worker whose adapter never answers loses no clause" run 1 run \
+  --kernel "$faulty --fault silent --after-first $work/after-first" --clause SCALE --clause ROWSUM --jobs 2 --no-shrink
+check "the worker's end is said" says "ended without answering the hello"
+check "and both clauses are judged here" says "FAIL  ROWSUM    float32 *[1-9][0-9]* cases"
 check "a declining adapter is INCOMPLETE, which fails the run" run 1 run --kernel "$faulty --fault unsupported" --clause SCALE
 check "with the reason" says "declined every case"
 check "--allow-incomplete lets it pass" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --allow-incomplete

@@ -28,7 +28,9 @@ protocol in one way, so attnspec's handling of that failure can be checked.
 --max-elements N declares that many logits (B Hq L S) at most in the hello.
 
 With --once FILE the fault happens only the first time (FILE remembers it),
-so tests can check that attnspec restarts the adapter and carries on.
+so tests can check that attnspec restarts the adapter and carries on; with
+--after-first FILE every time but the first (a run's own adapter starts
+well, those of its --jobs workers do not).
 """
 import argparse
 import json
@@ -76,6 +78,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fault", default="none")
     parser.add_argument("--once")
+    parser.add_argument("--after-first")
     parser.add_argument("--output", default="float32")
     parser.add_argument("--stderr-kb", type=int, default=0)
     parser.add_argument("--pidfile")
@@ -87,6 +90,10 @@ def main():
             fault = "none"
         else:
             open(args.once, "w").close()
+    if args.after_first:
+        if not os.path.exists(args.after_first):
+            open(args.after_first, "w").close()
+            fault = "none"
     if fault == "silent":
         return
     for line in sys.stdin:
