@@ -204,13 +204,7 @@ RunReport run_in_workers(Kernel& kernel, const RunOptions& options, const std::v
     print_whole(format_line(r) + "\n");
     merged.results.push_back(std::move(r));
   }
-  if (!lost.empty()) {
-    std::vector<ClauseReport> ordered;
-    for (const Clause& clause : clause_table())
-      for (ClauseReport& c : merged.results)
-        if (c.clause == clause.id) ordered.push_back(std::move(c));
-    merged.results = std::move(ordered);
-  }
+  put_in_table_order(merged.results);
   return merged;
 }
 

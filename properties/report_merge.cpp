@@ -188,12 +188,16 @@ RunReport merge_reports(const std::vector<RunReport>& reports, const std::vector
     throw InputError("attnspec merge", "shard", "shard(s) " + missing + " missing: the merged report would not hold the whole run");
   }
   // The clause table's order, whatever order the shards came in.
+  put_in_table_order(merged.results);
+  return merged;
+}
+
+void put_in_table_order(std::vector<ClauseReport>& results) {
   std::vector<ClauseReport> ordered;
   for (const Clause& clause : clause_table())
-    for (ClauseReport& c : merged.results)
+    for (ClauseReport& c : results)
       if (c.clause == clause.id) ordered.push_back(std::move(c));
-  merged.results = std::move(ordered);
-  return merged;
+  results = std::move(ordered);
 }
 
 }  // namespace attnspec

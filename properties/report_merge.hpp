@@ -22,4 +22,7 @@ RunReport report_from_json(const nlohmann::json& json, const std::string& file);
 // sharded run with a shard missing or given twice.
 RunReport merge_reports(const std::vector<RunReport>& reports, const std::vector<std::string>& files);
 
+// Sorts clause reports into the clause table's order (one report a clause).
+void put_in_table_order(std::vector<ClauseReport>& results);
+
 }  // namespace attnspec
