@@ -196,7 +196,7 @@ RunReport run_in_workers(Kernel& kernel, const RunOptions& options, const std::v
     ClauseReport r;
     r.clause = id;
     r.dtype = format_info(kernel.formats().input).name;
-    r.informative = find_clause(id)->kind == ClauseKind::informative;
+    r.informative = false;  // not judged fails the run, even for a clause whose differences only inform
     r.outcome.status = Status::fail;
     r.outcome.reason = "not judged: its worker process ended before reporting it (" +
                        (endings.empty() ? std::string("no worker reported an abnormal end") : endings) +
