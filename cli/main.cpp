@@ -1,6 +1,8 @@
 // Entry point of the `attnspec` command line: registers the subcommands,
 // runs the chosen one and maps errors to exit statuses (2 for usage errors
 // and bad input, with nothing written).
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <vector>
@@ -10,6 +12,13 @@
 #include "cli/commands.hpp"
 
 int main(int argc, char** argv) {
+  // Every clause allocates and frees tensors of megabytes per problem.
+  // glibc serves blocks that large with fresh mmap'ed pages, so each problem
+  // paid page faults and the kernel's zeroing again: a third of the ci
+  // profile's time on long rows (perf, GRADGQA). Kept in the heap, freed
+  // blocks are reused (up to 1 GiB held back between problems).
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{
       "attnspec: conformance suite and numerical specification for scaled dot-product attention,\n"
       "softmax(Q K^T * scale + mask) V. Definitions: spec/SPEC.md. Exit status: 0 success,\n"
