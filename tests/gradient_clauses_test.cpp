@@ -108,7 +108,6 @@ TEST(GradientClauses, OnlineF16FormsDsFromTheUnroundedWeights) {
   for (std::size_t n = 0; n < maxima.size(); ++n)
     EXPECT_TRUE(maxima[n].met()) << "d" << kGradientTensors[n] << ": " << maxima[n].kernel_error << " against 3 x "
                                  << maxima[n].yardstick_error << " + " << maxima[n].floor;
-  EXPECT_LT(maxima[0].kernel_error, 2.0);  // dQ: 1.18 measured
 }
 
 TEST(GradientClauses, GradientDeterminismIsInformativeUnlessStrict) {
