@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <set>
+#include <string>
 
 #include "adapters/registry.hpp"
 #include "audit/audit.hpp"
@@ -193,19 +194,24 @@ TEST(AuditSweep, Values) {
   EXPECT_EQ(sweep_values(SweepAxis::d_k, 2), (std::vector<int>{1, 2}));
 }
 
+// An audit of a built-in kernel at one shape, with rows_per_head rows of
+// each head sampled.
+AuditResult audit_one_shape(const std::string& kernel_name, Dims shape, InputDistribution distribution,
+                            int rows_per_head) {
+  AuditOptions options;
+  options.shape = shape;
+  options.distribution = distribution;
+  options.rows_per_head = rows_per_head;
+  return run_audit(*make_kernel(kernel_name), kernel_name, options);
+}
+
 // The yardstick takes, per element, the worse of two q.k orders (as
 // PRECREL does): auditing the blocked order itself must then come out
 // below the yardstick, where a blocked-only yardstick would tie. One query
 // row per head, so that Eigen's product of a head is a matrix-vector one,
 // whose order is not the running sum's (LogitProduct).
 TEST(Audit, NaiveYardstickIsTheWorseOfTwoOrders) {
-  const std::unique_ptr<Kernel> kernel = make_kernel("naive-f32");
-  AuditOptions options;
-  options.shape.batch = 1, options.shape.q_heads = 16, options.shape.kv_heads = 1;
-  options.shape.q_len = 1, options.shape.kv_len = 512, options.shape.d_k = 128, options.shape.d_v = 8;
-  options.distribution = InputDistribution::normal;
-  options.rows_per_head = 1;
-  const AuditResult r = run_audit(*kernel, "naive-f32", options);
+  const AuditResult r = audit_one_shape("naive-f32", Dims{1, 16, 1, 1, 512, 128, 8}, InputDistribution::normal, 1);
   ASSERT_EQ(r.points.size(), 1u);
   EXPECT_GT(r.points.front().kernel_naive_ratio, 0);
   EXPECT_LT(r.points.front().kernel_naive_ratio, 1);
@@ -216,13 +222,7 @@ TEST(Audit, NaiveYardstickIsTheWorseOfTwoOrders) {
 // nearest such value to the exact result, so the kernel's errors are at
 // least the floor's, element by element and so in every maximum and RMS.
 TEST(Audit, BuiltinKernelOnASmallShape) {
-  const std::unique_ptr<Kernel> kernel = make_kernel("online-f16");
-  AuditOptions options;
-  options.shape.batch = 1, options.shape.q_heads = 2, options.shape.kv_heads = 1;
-  options.shape.q_len = 40, options.shape.kv_len = 96, options.shape.d_k = 16, options.shape.d_v = 8;
-  options.distribution = InputDistribution::outliers;
-  options.rows_per_head = 12;
-  const AuditResult r = run_audit(*kernel, "online-f16", options);
+  const AuditResult r = audit_one_shape("online-f16", Dims{1, 2, 1, 40, 96, 16, 8}, InputDistribution::outliers, 12);
   ASSERT_EQ(r.points.size(), 1u);
   const AuditPoint& p = r.points.front();
   EXPECT_EQ(p.checked_rows, 24u);
