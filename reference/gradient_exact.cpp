@@ -183,24 +183,60 @@ std::optional<Rational> GradientExactForms::dq(std::size_t row_flat, int t) {
   // Z^2 dQ_t / scale = sum_j sum_C cap'_j u_j u_C (n_C dP_j - S_C) K_j[t]:
   // coefficients grouped by the exponent x_j + x_C when keys add like logits,
   // else (softcap: cap'_j differs per class) by the ordered pair of classes.
-  std::map<LogitKey, Rational> by_exponent;
-  std::map<std::pair<std::size_t, std::size_t>, Rational> by_pair;
   const LogitClasses& classes = facts.classes;
+  const std::size_t class_count = classes.size.size();
+  // The coefficient of the pair of classes (a, c) is n_c A_a - S_c B_a,
+  // with A_a = sum over a's keys of dP_j K_j[t] and B_a that of K_j[t]:
+  // O(n) for all A and B, then O(1) a pair.
+  std::vector<Rational> weighted(class_count, Rational(0)), plain(class_count, Rational(0));
   for (std::size_t j = 0; j < n; ++j) {
     if (exact.visible[j] == kSinkKey || component(j) == 0.0) continue;
     const Rational k = exact_rational(component(j));
-    for (std::size_t c = 0; c < classes.size.size(); ++c) {
-      const Rational coefficient = (Rational(classes.size[c]) * facts.dp[j] - facts.class_dp[c]) * k;
-      if (coefficient == 0) continue;
+    weighted[classes.of[j]] += facts.dp[j] * k;
+    plain[classes.of[j]] += k;
+  }
+  const auto coefficient = [&](std::size_t a, std::size_t c) {
+    return Rational(classes.size[c]) * weighted[a] - facts.class_dp[c] * plain[a];
+  };
+  // The keys ascend in an ordered group (pairs compared lexicographically),
+  // so the largest sum of two classes' keys comes only from (top, top),
+  // the next largest only from (top, top - 1) and (top - 1, top), and
+  // likewise at the bottom: a non-zero sum over one of these groups
+  // settles that the value is not 0. (The diagonal pairs alone would not:
+  // a one-key class's is always 0, dP_j - dP_j.)
+  const std::size_t top = class_count - 1;
+  const auto group_non_zero = [&](std::size_t a, std::size_t c) {
+    if (a == c) return coefficient(a, a) != 0;
+    return classes.keys_add_like_logits ? coefficient(a, c) + coefficient(c, a) != 0
+                                        : coefficient(a, c) != 0 || coefficient(c, a) != 0;
+  };
+  if (group_non_zero(top, top) || group_non_zero(0, 0) || group_non_zero(top, top - 1) || group_non_zero(1, 0))
+    return std::nullopt;
+  // Every coefficient is 0 when each class has A_a = B_a = 0, or when all
+  // classes have one mean dP (S_c = mean n_c) and A_a = mean B_a: an exact
+  // 0 settled in O(C) instead of the O(C^2) grouping below.
+  const Rational mean = facts.class_dp[0] / Rational(classes.size[0]);
+  bool one_mean = true;
+  for (std::size_t c = 1; c < class_count && one_mean; ++c)
+    one_mean = facts.class_dp[c] == mean * Rational(classes.size[c]);
+  bool every_coefficient_zero = true;
+  for (std::size_t a = 0; a < class_count && every_coefficient_zero; ++a)
+    every_coefficient_zero = (weighted[a] == 0 && plain[a] == 0) || (one_mean && weighted[a] == mean * plain[a]);
+  if (every_coefficient_zero) return Rational(0);
+  std::map<LogitKey, Rational> by_exponent;
+  std::map<std::pair<std::size_t, std::size_t>, Rational> by_pair;
+  for (std::size_t a = 0; a < class_count; ++a)
+    for (std::size_t c = 0; c < class_count; ++c) {
+      const Rational pair = coefficient(a, c);
+      if (pair == 0) continue;
       if (classes.keys_add_like_logits) {
-        const LogitKey& a = classes.key[classes.of[j]];
-        const LogitKey& b = classes.key[c];
-        by_exponent[{a.first + b.first, a.second + b.second}] += coefficient;
+        const LogitKey& x = classes.key[a];
+        const LogitKey& y = classes.key[c];
+        by_exponent[{x.first + y.first, x.second + y.second}] += pair;
       } else {
-        by_pair[{classes.of[j], c}] += coefficient;
+        by_pair[{a, c}] += pair;
       }
     }
-  }
   const auto zero = [](const auto& entry) { return entry.second == 0; };
   if (std::all_of(by_exponent.begin(), by_exponent.end(), zero) && std::all_of(by_pair.begin(), by_pair.end(), zero))
     return Rational(0);

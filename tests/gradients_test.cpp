@@ -188,6 +188,21 @@ TEST(Gradients, ZeroDoutGivesPositiveZeros) {
     for (double x : *tensor) EXPECT_EQ(std::bit_cast<std::uint64_t>(x), 0u);
 }
 
+// Equal value rows give every key the same dP, so dS = 0 though the
+// logits differ: dQ and dK are exactly 0, which no interval can round;
+// the exact forms settle them (dQ's by its grouped coefficients, all 0,
+// reference/gradient_exact.cpp), and dV is the weights times dO.
+TEST(Gradients, EqualValuesGiveExactZeroQueryAndKeyGradients) {
+  Problem p = testing::single_head({{1, 0.5, 0, -1}, {0.25, -2, 1, 0}}, {{1, 2, 0, -1}, {0.5, 0, 3, 1}, {-2, 1, 1, 0}},
+                                   {{1.5, -1}, {1.5, -1}, {1.5, -1}});
+  p.dout = {3, 2, -0.5, 0.25};
+  const GradientResult g = certified_gradients(p, {.target = FormatId::float32});
+  for (const std::vector<double>* tensor : {&g.dq, &g.dk})
+    for (double x : *tensor) EXPECT_EQ(std::bit_cast<std::uint64_t>(x), 0u);
+  EXPECT_GE(g.stats.exact_values, g.dq.size() + g.dk.size());
+  for (double x : g.dv) EXPECT_NE(x, 0.0);
+}
+
 TEST(Gradients, BlockedPairsContributeNothingWhateverTheyHold) {
   std::mt19937_64 random(5);
   Problem p = with_dout(random_problem(random, {1, 1, 1, 3, 5, 2, 2}, FormatId::float32), random, FormatId::float32);
