@@ -1,9 +1,11 @@
 // One source of truth: the clause table, the registered properties and the
 // section headings of spec/SPEC.md section 7 name the same clauses, in the
-// same order, with the same titles; every section has its five parts.
+// same order, with the same titles; every section has its five parts; and
+// README counts as many.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -59,6 +61,22 @@ TEST(ClauseTable, EveryClauseHasExactlyOneProperty) {
   for (const RegisteredProperty& p : registered_properties()) registered.emplace_back(p.clause);
   EXPECT_EQ(table, registered);
   EXPECT_EQ(std::set<std::string>(table.begin(), table.end()).size(), table.size()) << "duplicate clause IDs";
+}
+
+// README's opening counts the clauses; a clause added to the table must
+// not leave it behind.
+TEST(ClauseTable, ReadmeCountsTheClausesOfTheTable) {
+  std::ifstream in(ATTNSPEC_SOURCE_DIR "/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const std::regex count(R"((\d+) numbered\s+conformance clauses)");
+  int mentions = 0;
+  for (auto it = std::sregex_iterator(readme.begin(), readme.end(), count); it != std::sregex_iterator(); ++it) {
+    ++mentions;
+    EXPECT_EQ(std::stoul((*it)[1].str()), clause_table().size()) << "README: \"" << it->str() << "\"";
+  }
+  EXPECT_EQ(mentions, 1) << "README should count the clauses once, as \"N numbered conformance clauses\"";
 }
 
 TEST(ClauseTable, SkipReasonsNameTheMissingCapability) {
