@@ -5,7 +5,8 @@
 # run spreads its clauses over the cores (`attnspec run --jobs`, one
 # process per core by default), and JOBS runs seeds in parallel besides. PROFILE, KERNELS (space-separated) and CLAUSES
 # (space-separated; default all) narrow the run (KERNELS separated by ';'
-# when one is a cmd:COMMAND with spaces), e.g. the tight tier alone:
+# when one is a cmd:COMMAND with spaces, and one such alone as it is), e.g.
+# the tight tier alone:
 #   PROFILE=ci KERNELS="naive-f32 online-f32" CLAUSES="PREC PRECTIGHT" scripts/false_alarm.sh 1 50
 # LEDGER=FILE appends one tab-separated line per seed (date, commit, CPU
 # kind, profile, kernels, clauses, seed, result), so that a sweep too long
@@ -21,10 +22,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 attnspec="${ATTNSPEC:-$root/build/attnspec}"
 first="${1:-1}" last="${2:-100}" jobs="${JOBS:-1}"
 profile="${PROFILE:-ci}"
-# KERNELS is split at ';' when it holds one (a process adapter's
-# cmd:COMMAND has spaces), else at spaces.
+# KERNELS is split at ';' when it holds one or starts with cmd: (a
+# process adapter's cmd:COMMAND has spaces: split at them, a lone
+# cmd:COMMAND would run its interpreter without the script), else at
+# spaces.
 selection=()
-if [[ "${KERNELS:-}" == *";"* ]]; then IFS=';' read -r -a kernels <<<"$KERNELS"; else read -r -a kernels <<<"${KERNELS:-builtin}"; fi
+if [[ "${KERNELS:-}" == *";"* || "${KERNELS:-}" == cmd:* ]]; then IFS=';' read -r -a kernels <<<"$KERNELS"; else read -r -a kernels <<<"${KERNELS:-builtin}"; fi
 for k in "${kernels[@]}"; do selection+=(--kernel "$k"); done
 for c in ${CLAUSES:-}; do selection+=(--clause "$c"); done
 out="${OUT:-$root/build/false-alarm}"
