@@ -11,25 +11,12 @@
 
 #include "adapters/registry.hpp"
 #include "properties/runner.hpp"
+#include "recording_kernel.hpp"
 
 namespace attnspec {
 namespace {
 
-class RecordingKernel final : public Kernel {
- public:
-  explicit RecordingKernel(std::unique_ptr<Kernel> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  KernelResult run(const Problem& p) override {
-    seen.push_back(p);
-    return inner_->run(p);
-  }
-  std::vector<Problem> seen;
-
- private:
-  std::unique_ptr<Kernel> inner_;
-};
+using testing::RecordingKernel;
 
 // More than 8 significant bits: not representable in bfloat16.
 bool has_full_precision_value(const Problem& p) {
@@ -135,12 +122,11 @@ TEST(DrawStatistics, CiProfileAddsLongRows) {
 // A kernel with both restrictions (ONNX Runtime's GroupQueryAttention):
 // every problem of every clause that draws has S >= L and windows of right
 // side 0, and the tile space is still reached (lengths swapped, not cut).
-class RestrictedKernel final : public Kernel {
+class RestrictedKernel final : public WrappedKernel {
  public:
-  std::string name() const override { return inner_->name(); }
-  KernelFormats formats() const override { return inner_->formats(); }
+  RestrictedKernel() : WrappedKernel(make_kernel("online-f32")) {}
   Capabilities capabilities() const override {
-    Capabilities caps = inner_->capabilities();
+    Capabilities caps = WrappedKernel::capabilities();
     caps.kv_len_at_least_q_len = caps.causal_windows_only = true;
     return caps;
   }
@@ -149,12 +135,9 @@ class RestrictedKernel final : public Kernel {
     long_queries += p.dims.q_len >= 65;
     windows += p.window.has_value();
     ++cases;
-    return inner_->run(p);
+    return WrappedKernel::run(p);
   }
   int cases = 0, outside = 0, long_queries = 0, windows = 0;
-
- private:
-  std::unique_ptr<Kernel> inner_ = make_kernel("online-f32");
 };
 
 TEST(DrawStatistics, RestrictedKernelsGetProblemsWithinTheirRestrictions) {
@@ -176,12 +159,9 @@ TEST(DrawStatistics, RestrictedKernelsGetProblemsWithinTheirRestrictions) {
 // KVCACHE, PAGED): several sequences of different lengths, empty ones,
 // NaN padding, decode steps, new keys, every page size, shuffled pages,
 // and sequences long enough to cross key tiles.
-class LayoutRecordingKernel final : public Kernel {
+class LayoutRecordingKernel final : public WrappedKernel {
  public:
-  std::string name() const override { return inner_->name(); }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  KernelResult run(const Problem& p) override { return inner_->run(p); }
+  LayoutRecordingKernel() : WrappedKernel(make_kernel("online-f32")) {}
   KernelResult run_varlen(const VarlenBatch& batch) override {
     ++varlen;
     std::set<int> lengths;
@@ -193,7 +173,7 @@ class LayoutRecordingKernel final : public Kernel {
     }
     uneven += lengths.size() >= 2;
     padded += batch.q_rows > batch.cu_seqlens_q.back() || batch.k_rows > batch.cu_seqlens_k.back();
-    return inner_->run_varlen(batch);
+    return WrappedKernel::run_varlen(batch);
   }
   KernelResult run_kv_cache(const KvCacheBatch& batch) override {
     ++caches;
@@ -204,14 +184,11 @@ class LayoutRecordingKernel final : public Kernel {
       for (std::size_t i = 0; i < batch.block_table.size(); ++i) shuffled_pages += batch.block_table[i] != static_cast<int>(i);
     }
     for (int length : batch.cache_seqlens) long_sequences += length + batch.new_len >= 129;
-    return inner_->run_kv_cache(batch);
+    return WrappedKernel::run_kv_cache(batch);
   }
   int varlen = 0, uneven = 0, empty_sequences = 0, padded = 0, caches = 0, decode = 0, appended = 0,
       shuffled_pages = 0, long_sequences = 0;
   std::set<int> page_sizes;
-
- private:
-  std::unique_ptr<Kernel> inner_ = make_kernel("online-f32");
 };
 
 TEST(DrawStatistics, LayoutClausesDrawWhatTheyClaim) {
@@ -240,21 +217,16 @@ TEST(DrawStatistics, LayoutClausesDrawWhatTheyClaim) {
 
 // SPLITKV splits into 2-4 parts, and some parts leave a row no visible
 // key (lse -inf): the empty split a merge must survive.
-class LseRecordingKernel final : public Kernel {
+class LseRecordingKernel final : public WrappedKernel {
  public:
-  std::string name() const override { return inner_->name(); }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
+  LseRecordingKernel() : WrappedKernel(make_kernel("online-f32")) {}
   KernelResult run(const Problem& p) override {
-    KernelResult result = inner_->run(p);
+    KernelResult result = WrappedKernel::run(p);
     ++calls;
     empty_rows += std::count(result.lse.begin(), result.lse.end(), -INFINITY) > 0;
     return result;
   }
   int calls = 0, empty_rows = 0;
-
- private:
-  std::unique_ptr<Kernel> inner_ = make_kernel("online-f32");
 };
 
 TEST(DrawStatistics, SplitKvDrawsSplitsWithEmptyParts) {

@@ -17,6 +17,7 @@
 #include "adapters/naive/naive_kernel.hpp"
 #include "adapters/online/online_kernel.hpp"
 #include "adapters/registry.hpp"
+#include "adapters/wrapped_kernel.hpp"
 #include "cases/io/case_dir.hpp"
 #include "properties/gradient_check.hpp"
 #include "properties/gradient_yardstick.hpp"
@@ -60,20 +61,17 @@ TEST(GradientClauses, LawsAndTheYardstickFailKernelsOutsideTheirBounds) {
 
 // online-f32 whose dK differs in its last bit on every other call: a
 // backward that accumulates in a varying order.
-class AlternatingKernel final : public Kernel {
+class AlternatingKernel final : public WrappedKernel {
  public:
+  AlternatingKernel() : WrappedKernel(make_online_f32()) {}
   std::string name() const override { return "alternating-backward"; }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  KernelResult run(const Problem& p) override { return inner_->run(p); }
   GradientOutputs run_backward(const Problem& p) override {
-    GradientOutputs g = inner_->run_backward(p);
+    GradientOutputs g = WrappedKernel::run_backward(p);
     if (++calls_ % 2 == 0 && !g.dk.empty()) g.dk[0] = std::nextafter(static_cast<float>(g.dk[0]), INFINITY);
     return g;
   }
 
  private:
-  std::unique_ptr<Kernel> inner_ = make_online_f32();
   int calls_ = 0;
 };
 

@@ -13,25 +13,12 @@
 #include "adapters/registry.hpp"
 #include "properties/harness.hpp"
 #include "properties/runner.hpp"
+#include "recording_kernel.hpp"
 
 namespace attnspec {
 namespace {
 
-class RecordingKernel final : public Kernel {
- public:
-  explicit RecordingKernel(std::unique_ptr<Kernel> inner) : inner_(std::move(inner)) {}
-  std::string name() const override { return inner_->name(); }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  KernelResult run(const Problem& p) override {
-    seen.push_back(p);
-    return inner_->run(p);
-  }
-  std::vector<Problem> seen;
-
- private:
-  std::unique_ptr<Kernel> inner_;
-};
+using testing::RecordingKernel;
 
 std::vector<Problem> problem_set() {
   RecordingKernel recorder(make_kernel("online-f32"));
@@ -52,20 +39,15 @@ std::vector<Problem> problem_set() {
 // A float64 kernel off by a relative 2^-47 (64 ulps) at every output: its
 // verdicts lie near its bounds of a few tens of ulps, where the double
 // enclosures cannot decide and the extended rung must.
-class OffByUlps final : public Kernel {
+class OffByUlps final : public WrappedKernel {
  public:
-  OffByUlps() : inner_(make_kernel("naive-f64")) {}
+  OffByUlps() : WrappedKernel(make_kernel("naive-f64")) {}
   std::string name() const override { return "naive-f64 x (1 + 2^-47)"; }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
   KernelResult run(const Problem& p) override {
-    KernelResult r = inner_->run(p);
+    KernelResult r = WrappedKernel::run(p);
     for (double& x : r.out) x *= 1 + 0x1p-47;
     return r;
   }
-
- private:
-  std::unique_ptr<Kernel> inner_;
 };
 
 struct Verdict {

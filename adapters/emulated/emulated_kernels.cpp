@@ -7,22 +7,20 @@
 #include <string>
 
 #include "adapters/naive/naive_kernel.hpp"
+#include "adapters/wrapped_kernel.hpp"
 
 namespace attnspec {
 namespace {
 
 // Another kernel under a name of its own; everything else is the inner one's.
-class RenamedKernel final : public Kernel {
+class RenamedKernel final : public WrappedKernel {
  public:
-  RenamedKernel(std::string name, std::unique_ptr<Kernel> inner) : name_(std::move(name)), inner_(std::move(inner)) {}
+  RenamedKernel(std::string name, std::unique_ptr<Kernel> inner)
+      : WrappedKernel(std::move(inner)), name_(std::move(name)) {}
   std::string name() const override { return name_; }
-  KernelFormats formats() const override { return inner_->formats(); }
-  Capabilities capabilities() const override { return inner_->capabilities(); }
-  KernelResult run(const Problem& problem) override { return inner_->run(problem); }
 
  private:
   std::string name_;
-  std::unique_ptr<Kernel> inner_;
 };
 
 const std::array kEmulated = {
