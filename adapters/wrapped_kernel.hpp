@@ -26,9 +26,6 @@ class WrappedKernel : public Kernel {
   std::optional<std::filesystem::path> log_file() const override { return inner_->log_file(); }
   void end_run(bool failed) override { inner_->end_run(failed); }
 
- protected:
-  Kernel& inner() const { return *inner_; }
-
  private:
   std::unique_ptr<Kernel> inner_;
 };
