@@ -49,10 +49,11 @@ Problem cut_problem(const Problem& p, const Cut& cut);
 // d_v = d_k: a cut of one alone would give it a problem it cannot run).
 enum class HeadDims { apart, together };
 
-// Cuts that keep less than `cut` (fitted to p): each axis of more than
-// one element halved (either half), then a quarter, an eighth, ... and
-// finally one element off either end of each axis, then each option p
-// has dropped; the largest reductions first.
+// Cuts that keep less than `cut` (fitted to p): each head dimension of
+// more than two elements cut to its first one, then each axis of more
+// than one element halved (either half), then a quarter, an eighth, ...
+// and finally one element off either end of each axis, then each option
+// p has dropped; the largest reductions first.
 std::vector<Cut> smaller_cuts(const Cut& cut, const Problem& p, HeadDims head_dims = HeadDims::apart);
 
 }  // namespace attnspec

@@ -119,6 +119,19 @@ TEST(Cuts, SmallerCutsAreSmallerAndEndAtOneElement) {
   EXPECT_GT(steps, 6);
 }
 
+// A head dimension is first tried at one component: most bugs need none
+// in particular, and halving a long problem's 256 components took its
+// whole shrink budget.
+TEST(Cuts, HeadDimensionsAreFirstTriedAtOneComponent) {
+  const Problem p = numbered_problem();  // d_k = 3, d_v = 2
+  const std::vector<Cut> cuts = smaller_cuts(Cut{}, p);
+  ASSERT_FALSE(cuts.empty());
+  EXPECT_EQ(cut_dims(cuts.front(), p.dims), (Dims{2, 4, 2, 5, 6, 1, 2}));
+  EXPECT_EQ(fit_cut(cuts.front(), p.dims).key_dims, (AxisRange{0, 1}));
+  // d_v = 2 has no such cut of its own: its halves are one column each.
+  EXPECT_EQ(cut_dims(cuts[1], p.dims).d_v, 2);
+}
+
 // For a kernel that needs d_v = d_k, the head dimensions are cut as one.
 TEST(Cuts, HeadDimensionsCutTogetherStayEqual) {
   Problem p = numbered_problem();
