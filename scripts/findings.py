@@ -5,7 +5,8 @@ that each kernel fails exactly the clauses listed for it below, so the
 README's Findings section and CI cannot drift apart.
 
 Usage: scripts/findings.py [--attnspec build/attnspec] [--profile ci] [--seed 1]
-                           [--out build/findings] [--only NAME ...] [--markdown FILE]
+                           [--out build/findings] [--only NAME ...] [--ci] [--markdown FILE]
+--ci runs only the kernels CI runs (those without "ci": False below).
 Exit status 0 when every kernel's failing clauses are the expected ones
 and every kernel runs exactly where it is expected to (a kernel whose
 library has no code path for this CPU is reported as not available, with
@@ -22,7 +23,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# name, --kernel argument ({numpy_python} and {node} are filled in), the
+# name, --kernel argument ({numpy_python}, {venv_python} and {node} are filled in), the
 # clauses it is known to fail (each explained in README.md, Findings; a
 # clause it leaves INCOMPLETE is written CLAUSE?), and
 # its options: "env" runs it with those environment variables; "ci_only"
@@ -32,7 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # fails there besides the listed ones (a library that picks its code path
 # from CPUID); "cpu_kinds"
 # runs it only on those CPU kinds (a capped ISA is only news on a CPU above
-# it); "available" is how the kernel must answer about this CPU: True (must
+# it); "ci": False leaves it out of CI's run (--ci), to keep CI under 45
+# minutes; "available" is how the kernel must answer about this CPU: True (must
 # run), False (must say it cannot), or the CPU kinds on which it must run.
 # Every kernel fails the same clauses on every CPU kind it runs on (measured
 # on AVX2 and AVX-512 machines) unless "kind_fails" says otherwise; what
@@ -111,6 +113,15 @@ def numpy_python():
     sys.exit("findings: no python3 with NumPy found (scripts/install-deps.sh installs python3-numpy)")
 
 
+def venv_python():
+    """The project's virtual environment (scripts/install-deps.sh makes it
+    from requirements.txt), where PyTorch 2 lives."""
+    python = os.path.join(ROOT, ".venv", "bin", "python")
+    if not os.access(python, os.X_OK):
+        sys.exit("findings: no %s (scripts/install-deps.sh makes the virtual environment)" % python)
+    return python
+
+
 def run_kernel(attnspec, name, argument, env, args):
     report = os.path.join(args.out, name + ".json")
     if os.path.exists(report):
@@ -180,6 +191,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "findings"))
     parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--ci", action="store_true", help="only the kernels CI runs")
     parser.add_argument("--markdown")
     args = parser.parse_args()
     if not os.access(args.attnspec, os.X_OK):
@@ -191,17 +203,22 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     kind = cpu_kind()
     print("findings: CPU kind %s" % kind)
-    python = None
+    python = venv = None
     reports, surprises = [], []
     for name, argument, expected, options in KERNELS:
         if args.only and name not in args.only:
+            continue
+        if args.ci and options.get("ci", True) is False:
+            print("findings: %-22s not run: left out of CI's run (--ci)" % name)
             continue
         if "cpu_kinds" in options and kind not in options["cpu_kinds"]:
             print("findings: %-22s not run: only on %s CPUs (this one is %s)" % (name, " or ".join(options["cpu_kinds"]), kind))
             continue
         if "{numpy_python}" in argument and python is None:
             python = numpy_python()
-        argument = argument.format(numpy_python=python, node=node)
+        if "{venv_python}" in argument and venv is None:
+            venv = venv_python()
+        argument = argument.format(numpy_python=python, venv_python=venv, node=node)
         print("findings: %-22s ..." % name, end=" ", flush=True)
         report, seconds = run_kernel(args.attnspec, name, argument, options.get("env", {}), args)
         if report is None:

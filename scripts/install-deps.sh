@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian packages attnspec builds against, and only those that
-# are missing (running it twice installs nothing the second time), then the
-# ONNX Runtime adapter's npm packages (adapters/onnxruntime, from its lock
-# file) if they are not there yet.
+# Installs what attnspec needs, and only what is missing (running it twice
+# installs nothing the second time):
+#   - the Debian packages it builds against (apt);
+#   - the ONNX Runtime adapter's npm packages (adapters/onnxruntime, from its
+#     lock file);
+#   - the Python packages of the PyTorch 2 adapter (PyPI, requirements.txt:
+#     every version pinned with its hash) into the project-local virtual
+#     environment .venv, made with Debian's /usr/bin/python3. Scripts and
+#     tests name its interpreter, .venv/bin/python, never `python3` (which
+#     may be a pyenv shim without these packages).
 # Usage: scripts/install-deps.sh [--check]   (--check: only report what is missing)
 set -euo pipefail
 
 packages=(
-  build-essential cmake python3
+  build-essential cmake python3 python3-venv
   libgtest-dev libbenchmark-dev
   libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
   nlohmann-json3-dev libcli11-dev libeigen3-dev librapidcheck-dev
@@ -29,6 +35,24 @@ install_npm_packages() {
   (cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
 }
 
+# PyPI's Linux torch wheel is a CUDA build (about 5.4 GB installed with
+# the CUDA libraries it loads at import, even on a machine without a GPU);
+# README, Dependencies, gives the time it takes. The stamp records which
+# requirements.txt the environment was made from.
+venv="$root/.venv"
+requirements_digest() { sha256sum "$root/requirements.txt" | cut -d' ' -f1; }
+python_packages_present() {
+  [ -x "$venv/bin/python" ] && [ "$(cat "$venv/requirements.sha256" 2>/dev/null)" = "$(requirements_digest)" ]
+}
+install_python_packages() {
+  python_packages_present && return 0
+  echo "install-deps: Python packages into .venv (requirements.txt; PyTorch with its CUDA libraries, about 5.4 GB)"
+  rm -f "$venv/requirements.sha256"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --require-hashes --only-binary=:all: -r "$root/requirements.txt"
+  requirements_digest >"$venv/requirements.sha256"
+}
+
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
@@ -38,6 +62,7 @@ done
 
 if [ "${1:-}" = "--check" ]; then
   [ -d "$root/adapters/onnxruntime/node_modules/onnxruntime-node" ] || missing+=("npm:adapters/onnxruntime")
+  python_packages_present || missing+=("pip:.venv")
   if [ ${#missing[@]} -eq 0 ]; then echo "install-deps: nothing missing"; exit 0; fi
   echo "install-deps: missing: ${missing[*]}"
   exit 1
@@ -45,6 +70,7 @@ fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
   install_npm_packages
+  install_python_packages
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -57,3 +83,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
 install_npm_packages
+install_python_packages

@@ -105,13 +105,30 @@ def hello(torch, args):
         return flex_hello(torch, args)
     if args.backend == "flash_attn":
         return flash_attn_hello(torch, args)
-    # Fused GPU kernels keep the softmax and its sums in float32; the math
-    # composition stores intermediates in the input type.
-    fused = args.backend in ("flash", "efficient", "cudnn") or (args.backend == "default" and args.device == "cuda")
+    # What each backend does with 16-bit inputs (read in PyTorch 2.15's
+    # source): the math composition computes in float32 unless
+    # allow_fp16_bf16_reduction_math_sdp is set (aten/src/ATen/native/
+    # transformers/attention.cpp upcasts q, k, v), and so does its autograd
+    # backward; the CPU flash kernel (aten/src/ATen/native/cpu/
+    # FlashAttentionKernel.cpp) sums the row's denominator from its float32
+    # weights and rounds them to the input type for P V (a weights format,
+    # SPEC 6.4, scale 1), and its backward stores P and dS in the input
+    # type; the fused GPU kernels keep the softmax in float32 and feed P
+    # and dS to the tensor cores in the input type.
     narrow = args.dtype in ("float16", "bfloat16")
-    accumulate = "float32" if fused and narrow else args.dtype
+    cpu = args.device == "cpu"
+    cpu_flash = args.backend in ("flash", "default") and cpu  # PyTorch's CPU default is flash where it applies
+    fused = args.backend in ("flash", "efficient", "cudnn") or (args.backend == "default" and not cpu)
+    # Before the flag existed the math composition computed in the input type.
+    allowed = getattr(getattr(getattr(torch, "backends", None), "cuda", None), "fp16_bf16_reduction_math_sdp_allowed", None)
+    reduced_math = allowed() if allowed else True
+    wide_math = args.backend == "math" and not reduced_math
+    accumulate = "float32" if narrow and (fused or wide_math or cpu_flash) else args.dtype
     formats = {"input": args.dtype, "accumulate": accumulate, "output": args.dtype}
-    if fused and narrow:  # their backward kernels feed P and dS to the tensor cores in the input type
+    if cpu_flash and narrow:
+        formats["weights"] = args.dtype
+        formats["weights_scale"] = 1
+    if (fused or cpu_flash) and narrow:  # their backward kernels store P and dS in the input type
         formats["gradient_storage"] = args.dtype
     new = version_at_least(torch, 2, 5)
     causal = ["top_left"] + (["bottom_right"] if version_at_least(torch, 2, 1) else [])
@@ -120,9 +137,17 @@ def hello(torch, args):
         "name": "torch-%s-%s-%s-%s" % (torch.__version__.split("+")[0], args.backend, args.device, args.dtype),
         "formats": formats,
         "capabilities": {"masks": ["bool", "additive"], "causal": causal, "gqa": new,
-                         "scale": version_at_least(torch, 2, 1), "softcap": False, "dv_ne_dk": True,
+                         "scale": version_at_least(torch, 2, 1), "softcap": False,
+                         # The CPU flash kernel takes one head size for q, k and v.
+                         "dv_ne_dk": not (cpu and args.backend == "flash"),
                          "lse": False, "fully_masked_rows": new, "backward": True},
     }
+
+
+def save(np, directory, name, array, carrier):
+    """Writes NAME.npy in C order: PyTorch's gradients (the CPU flash
+    kernel's dQ) can be strided views, and .numpy() keeps their order."""
+    np.save(os.path.join(directory, name + ".npy"), np.ascontiguousarray(array, dtype=carrier))
 
 
 class ToTensor:
@@ -153,8 +178,8 @@ def run_packed(torch, np, directory, args, kind):
         return {"ok": False, "unsupported": True, "error": result}
     out, lse = result
     carrier = np.float16 if args.dtype == "float16" else np.float32
-    np.save(os.path.join(directory, "out.npy"), out.astype(carrier))
-    np.save(os.path.join(directory, "lse.npy"), lse.astype(np.float64))
+    save(np, directory, "out", out, carrier)
+    save(np, directory, "lse", lse, np.float64)
     return {"ok": True}
 
 
@@ -173,7 +198,7 @@ def run_case(torch, np, directory, args, kind="dense"):
         from flash_attn_mapping import run_flash_attn_backward
         grads = run_flash_attn_backward(torch, np, case, directory, q, k, v, load("dout").to(dtype), args.device)
         for name, grad in zip(("dq", "dk", "dv"), grads):
-            np.save(os.path.join(directory, name + ".npy"), grad.to(wide).cpu().numpy().astype(carrier))
+            save(np, directory, name, grad.to(wide).cpu().numpy(), carrier)
         return {"ok": True}
     if kind == "backward" and args.backend == "flex":
         from flex_mapping import run_flex
@@ -184,7 +209,7 @@ def run_case(torch, np, directory, args, kind="dense"):
         # the sums of dK and dV over each kv head's query heads.
         grads = torch.autograd.grad(out, (q, k, v), grad_outputs=load("dout").to(dtype))
         for name, grad in zip(("dq", "dk", "dv"), grads):
-            np.save(os.path.join(directory, name + ".npy"), grad.to(wide).cpu().numpy().astype(carrier))
+            save(np, directory, name, grad.to(wide).cpu().numpy(), carrier)
         return {"ok": True}
     if args.backend in ("flex", "flash_attn"):
         from flash_attn_mapping import run_flash_attn
@@ -192,8 +217,8 @@ def run_case(torch, np, directory, args, kind="dense"):
         run = run_flex if args.backend == "flex" else run_flash_attn
         with torch.no_grad():
             out, lse = run(torch, np, case, directory, q, k, v, args.device)
-        np.save(os.path.join(directory, "out.npy"), out.to(wide).cpu().numpy().astype(carrier))
-        np.save(os.path.join(directory, "lse.npy"), lse.to(wide).cpu().numpy().astype(np.float64))
+        save(np, directory, "out", out.to(wide).cpu().numpy(), carrier)
+        save(np, directory, "lse", lse.to(wide).cpu().numpy(), np.float64)
         return {"ok": True}
     options = {}
     if case["scale"] is not None:
@@ -226,11 +251,11 @@ def run_case(torch, np, directory, args, kind="dense"):
             # Under enable_gqa autograd sums dK and dV over each kv head's query heads.
             grads = torch.autograd.grad(out, (q, k, v), grad_outputs=dout)
         for name, grad in zip(("dq", "dk", "dv"), grads):
-            np.save(os.path.join(directory, name + ".npy"), grad.to(wide).cpu().numpy().astype(carrier))
+            save(np, directory, name, grad.to(wide).cpu().numpy(), carrier)
         return {"ok": True}
     with torch.no_grad(), backend_context(torch, args.backend):
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **options)
-    np.save(os.path.join(directory, "out.npy"), out.to(wide).cpu().numpy().astype(carrier))
+    save(np, directory, "out", out.to(wide).cpu().numpy(), carrier)
     return {"ok": True}
 
 
