@@ -6,7 +6,8 @@ README's Findings section and CI cannot drift apart.
 
 Usage: scripts/findings.py [--attnspec build/attnspec] [--profile ci] [--seed 1]
                            [--out build/findings] [--only NAME ...] [--ci] [--markdown FILE]
---ci runs only the kernels CI runs (those without "ci": False below).
+--ci runs only the kernels CI runs (those without "ci": False below);
+--reports runs nothing and reads the reports an earlier run left in --out.
 Exit status 0 when every kernel's failing clauses are the expected ones
 and every kernel runs exactly where it is expected to (a kernel whose
 library has no code path for this CPU is reported as not available, with
@@ -40,6 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # on AVX2 and AVX-512 machines) unless "kind_fails" says otherwise; what
 # differs between kinds is said here.
 AVX512_KINDS = ("avx512", "avx512-bf16")
+MATH_FAILS = ["MASKNAN", "NANPROP", "GOLDEN", "GRADMASK"]
 KERNELS = [
     ("numpy-float64", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float64", [], {}),
     ("numpy-float32", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float32", [], {}),
@@ -75,6 +77,36 @@ KERNELS = [
      ["WINDOW", "FULLMASK", "NANPROP"], {}),
     ("onnxruntime-gqa-float16", "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention --dtype float16",
      ["WINDOW", "FULLMASK", "NANPROP"], {}),
+    # PyTorch 2 (PyPI torch in .venv, requirements.txt): SDPA on the CPU,
+    # one backend each through torch.nn.attention.sdpa_kernel
+    # (adapters/pytorch/torch_adapter.py). Every one lets NaN at blocked
+    # keys reach the output (MASKNAN) and, through P = 0 times dP = NaN,
+    # dQ (GRADMASK). The CPU flash kernel's running maximum drops NaN
+    # logits (std::max), so a row whose every logit is NaN is taken for a
+    # fully masked one and outputs 0 (NANPROP); its bfloat16 and float16
+    # backward adds each block of queries' dV into the input type
+    # (GRADPREC, and GRADPERM in bfloat16); its math composition lets NaN
+    # at a blocked key reach the output of rows that see other keys
+    # (NANPROP, GOLDEN's fully_masked_row). README, Findings 11-13. CI runs
+    # three of the eight columns (about a minute each on 2 cores).
+    ("torch-flash-float64", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float64",
+     ["MASKNAN", "NANPROP", "GRADMASK"], {"ci": False}),
+    ("torch-flash-float32", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float32",
+     ["MASKNAN", "NANPROP", "GRADMASK"], {}),
+    ("torch-flash-bfloat16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype bfloat16",
+     ["MASKNAN", "NANPROP", "GRADMASK", "GRADPREC", "GRADPERM"], {}),
+    ("torch-flash-float16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float16",
+     ["MASKNAN", "NANPROP", "GRADMASK", "GRADPREC"], {"ci": False}),
+    ("torch-math-float64", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float64",
+     MATH_FAILS, {"ci": False}),
+    # Its float32 errors on tile-sized problems exceed twice the naive
+    # composition's, as libtorch 1.13's do (README, Findings 6 and 12).
+    ("torch-math-float32", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float32",
+     MATH_FAILS + ["PRECREL"], {"ci": False}),
+    ("torch-math-bfloat16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype bfloat16",
+     MATH_FAILS, {}),
+    ("torch-math-float16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float16",
+     MATH_FAILS, {"ci": False}),
     # On an AVX-512 machine, the AVX2 code paths too, through the caps the
     # libraries read (XNNPACK has none; libtorch's bf16 matmul is chosen
     # from CPUID, not from a cap, so it is not repeated here).
@@ -124,6 +156,11 @@ def venv_python():
 
 def run_kernel(attnspec, name, argument, env, args):
     report = os.path.join(args.out, name + ".json")
+    if args.reports:  # the committed reports of an earlier run, read again
+        if not os.path.exists(report):
+            return None, 0
+        with open(report) as f:
+            return json.load(f), 0
     if os.path.exists(report):
         os.remove(report)
     command = [attnspec, "run", "--kernel", argument, "--profile", args.profile, "--seed", str(args.seed),
@@ -192,9 +229,12 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "build", "findings"))
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--ci", action="store_true", help="only the kernels CI runs")
+    parser.add_argument("--reports", action="store_true",
+                        help="run nothing: read the reports (NAME.json) an earlier run left in --out, "
+                             "check them and print their table (docs/findings/ keeps such runs)")
     parser.add_argument("--markdown")
     args = parser.parse_args()
-    if not os.access(args.attnspec, os.X_OK):
+    if not args.reports and not os.access(args.attnspec, os.X_OK):
         parser.error("no attnspec binary at %s (build it first: scripts/build.sh)" % args.attnspec)
     unknown = set(args.only) - {name for name, _, _, _ in KERNELS}
     if unknown:
@@ -214,9 +254,9 @@ def main():
         if "cpu_kinds" in options and kind not in options["cpu_kinds"]:
             print("findings: %-22s not run: only on %s CPUs (this one is %s)" % (name, " or ".join(options["cpu_kinds"]), kind))
             continue
-        if "{numpy_python}" in argument and python is None:
+        if "{numpy_python}" in argument and python is None and not args.reports:
             python = numpy_python()
-        if "{venv_python}" in argument and venv is None:
+        if "{venv_python}" in argument and venv is None and not args.reports:
             venv = venv_python()
         argument = argument.format(numpy_python=python, venv_python=venv, node=node)
         print("findings: %-22s ..." % name, end=" ", flush=True)
@@ -240,7 +280,9 @@ def main():
         if expected is not None and args.profile != "quick":
             expected = [c for c in expected if c not in options.get("quick_only", [])] + options.get("ci_only", [])
         if expected is not None:
-            expected = sorted(set(expected) | set(options.get("kind_fails", {}).get(kind, [])))
+            # A kept report is judged on the CPU kind it was measured on.
+            measured_on = report.get("platform", {}).get("cpu_kind", kind) if args.reports else kind
+            expected = sorted(set(expected) | set(options.get("kind_fails", {}).get(measured_on, [])))
         if expected is not None and failed != sorted(expected):
             surprises.append("%s: fails %s, expected %s" % (name, failed or "nothing", sorted(expected) or "nothing"))
     if reports:
