@@ -36,9 +36,11 @@ trap 'rm -rf "$work"' EXIT
 # stand-in's textbook gradients here) with its windows, ALiBi and softcap.
 "$ATTNSPEC" run --kernel "$adapter --dtype float16 --backend flash_attn" --profile quick --save-failures "$work" \
   --clause GRADPREC --clause GRADSUM --clause GRADGQA
-# FlexAttention's backward: autograd through flex_mapping.py's score_mod
-# (softcap's derivative), windows, ALiBi and masks; the stand-in's textbook
-# gradients here.
-"$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend flex" --profile quick --save-failures "$work" \
-  --clause GRADPREC --clause GRADSUM --clause GRADMASK --clause GRADGQA
+# FlexAttention's backward, which PyTorch 2.15 has only on a GPU (the
+# adapter declares none on the CPU), so --device cuda, which the stand-in
+# ignores: autograd through flex_mapping.py's score_mod (softcap's
+# derivative), windows, ALiBi and masks; the stand-in's textbook gradients.
+"$ATTNSPEC" run --kernel "$adapter --dtype float32 --backend flex --device cuda" --profile quick --save-failures "$work" \
+  --clause GRADPREC --clause GRADSUM --clause GRADMASK --clause GRADGQA | tee "$work/flex-backward.log"
+! grep -q '^SKIP' "$work/flex-backward.log"
 echo "pytorch adapter (stand-in): ok"
