@@ -13,6 +13,9 @@
 #ifdef ATTNSPEC_HAVE_XNNPACK
 #include "adapters/xnnpack/xnnpack_kernel.hpp"
 #endif
+#ifdef ATTNSPEC_HAVE_GGML
+#include "adapters/ggml/ggml_kernel.hpp"
+#endif
 
 namespace attnspec {
 
@@ -26,6 +29,9 @@ void register_third_party_kernels() {
 #endif
 #ifdef ATTNSPEC_HAVE_XNNPACK
     register_kernels(xnnpack_kernels());
+#endif
+#ifdef ATTNSPEC_HAVE_GGML
+    register_kernels(ggml_kernels());
 #endif
     return true;
   }();
@@ -42,6 +48,9 @@ std::vector<std::string> third_party_libraries() {
 #endif
 #ifdef ATTNSPEC_HAVE_XNNPACK
   libraries.push_back(xnnpack_version());
+#endif
+#ifdef ATTNSPEC_HAVE_GGML
+  libraries.push_back(ggml_version());
 #endif
   return libraries;
 }

@@ -107,6 +107,17 @@ KERNELS = [
      MATH_FAILS, {}),
     ("torch-math-float16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float16",
      MATH_FAILS, {"ci": False}),
+    # llama.cpp's ggml_flash_attn_ext (npm @node-llama-cpp/linux-x64,
+    # adapters/ggml), its AVX2 build, which runs on every CPU kind of this
+    # project's machines. Its tiled path (64 queries or more) multiplies
+    # the weights of blocked keys, 0, into their values, so NaN there
+    # reaches the output (MASKNAN, WINDOW, NANPROP); with a softcap it sets
+    # a partial tile's padding keys to -inf before tanh, which makes their
+    # logits -softcap (UNIFORM, SOFTCAP with F32 keys); its F16
+    # accumulator misses the tight tier (PRECTIGHT). README, Findings 14-17.
+    ("ggml-haswell-kv-f32", "ggml-haswell-kv-f32", ["MASKNAN", "NANPROP", "SOFTCAP", "UNIFORM", "WINDOW"],
+     {"ci": False}),
+    ("ggml-haswell-kv-f16", "ggml-haswell-kv-f16", ["MASKNAN", "NANPROP", "PRECTIGHT", "WINDOW"], {}),
     # On an AVX-512 machine, the AVX2 code paths too, through the caps the
     # libraries read (XNNPACK has none; libtorch's bf16 matmul is chosen
     # from CPUID, not from a cap, so it is not repeated here).

@@ -4,6 +4,10 @@
 #   - the Debian packages it builds against (apt);
 #   - the ONNX Runtime adapter's npm packages (adapters/onnxruntime, from its
 #     lock file);
+#   - llama.cpp's prebuilt ggml CPU libraries (adapters/ggml, npm, from its
+#     lock file) and the ggml headers they were built from, which the npm
+#     package node-llama-cpp carries in a git bundle of llama.cpp
+#     (adapters/ggml/headers, checked against the tarball's pinned sha1);
 #   - the Python packages of the PyTorch 2 adapter (PyPI, requirements.txt:
 #     every version pinned with its hash) into the project-local virtual
 #     environment .venv, made with Debian's /usr/bin/python3. Scripts and
@@ -13,7 +17,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake python3 python3-venv
+  build-essential cmake git python3 python3-venv
   libgtest-dev libbenchmark-dev
   libboost-dev libgmp-dev libmpfr-dev libmpfi-dev
   nlohmann-json3-dev libcli11-dev libeigen3-dev librapidcheck-dev
@@ -33,6 +37,30 @@ install_npm_packages() {
   fi
   echo "install-deps: npm packages for adapters/onnxruntime"
   (cd "$dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
+}
+
+# The ggml adapter's libraries (npm ci) and headers: node-llama-cpp 3.22.1
+# packs llama.cpp's source as a git bundle; only ggml/include is taken out.
+ggml_dir="$root/adapters/ggml"
+ggml_headers_sha1="e908932762f21939024263d58f1d6dc3e88b23e6"  # node-llama-cpp-3.22.1.tgz (npm's dist.shasum)
+install_ggml_packages() {
+  if [ ! -d "$ggml_dir/node_modules/@node-llama-cpp/linux-x64" ]; then
+    echo "install-deps: npm packages for adapters/ggml"
+    (cd "$ggml_dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  fi
+  [ -f "$ggml_dir/headers/ggml.h" ] && return 0
+  echo "install-deps: ggml headers for adapters/ggml (from npm node-llama-cpp 3.22.1)"
+  local work
+  work="$(mktemp -d)"
+  (cd "$work" && npm pack node-llama-cpp@3.22.1 --silent >/dev/null)
+  echo "$ggml_headers_sha1  $work/node-llama-cpp-3.22.1.tgz" | sha1sum --check --status ||
+    { echo "install-deps: node-llama-cpp-3.22.1.tgz does not have the pinned sha1" >&2; rm -rf "$work"; exit 2; }
+  tar -xzf "$work/node-llama-cpp-3.22.1.tgz" -C "$work" package/llama/gitRelease.bundle
+  git clone --quiet --no-checkout "$work/package/llama/gitRelease.bundle" "$work/llama.cpp" 2>/dev/null
+  rm -rf "$ggml_dir/headers.partial" && mkdir -p "$ggml_dir/headers.partial"
+  git -C "$work/llama.cpp" archive HEAD ggml/include | tar -x -C "$ggml_dir/headers.partial" --strip-components=2
+  rm -rf "$ggml_dir/headers" && mv "$ggml_dir/headers.partial" "$ggml_dir/headers"
+  rm -rf "$work"
 }
 
 # PyPI's Linux torch wheel is a CUDA build (about 5.4 GB installed with
@@ -62,6 +90,8 @@ done
 
 if [ "${1:-}" = "--check" ]; then
   [ -d "$root/adapters/onnxruntime/node_modules/onnxruntime-node" ] || missing+=("npm:adapters/onnxruntime")
+  [ -f "$ggml_dir/headers/ggml.h" ] && [ -d "$ggml_dir/node_modules/@node-llama-cpp/linux-x64" ] ||
+    missing+=("npm:adapters/ggml")
   python_packages_present || missing+=("pip:.venv")
   if [ ${#missing[@]} -eq 0 ]; then echo "install-deps: nothing missing"; exit 0; fi
   echo "install-deps: missing: ${missing[*]}"
@@ -70,6 +100,7 @@ fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
   install_npm_packages
+  install_ggml_packages
   install_python_packages
   exit 0
 fi
@@ -83,4 +114,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
 install_npm_packages
+install_ggml_packages
 install_python_packages

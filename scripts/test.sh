@@ -15,7 +15,7 @@ echo "== Release build and all tests"
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and unit tests"
 BUILD_TYPE=Debug TARGETS="attnspec_tests attnspec_cli" "$root/scripts/build.sh" "$root/build-sanitize" \
   -DATTNSPEC_SANITIZE=ON -DATTNSPEC_BUILD_BENCH=OFF \
-  -DATTNSPEC_WITH_LIBTORCH=OFF -DATTNSPEC_WITH_ONEDNN=OFF -DATTNSPEC_WITH_XNNPACK=OFF
+  -DATTNSPEC_WITH_LIBTORCH=OFF -DATTNSPEC_WITH_ONEDNN=OFF -DATTNSPEC_WITH_XNNPACK=OFF -DATTNSPEC_WITH_GGML=OFF
 # Less the tests that only repeat whole profiles' draws (each runs in the
 # Release stage above; under the sanitizers they took 9 of the stage's
 # 13 minutes of test time on an AVX2 machine, and CI must stay under 45).

@@ -1,0 +1,37 @@
+// The llama.cpp ggml adapter: ggml_flash_attn_ext on the CPU, the attention
+// of every llama.cpp user (ollama, LM Studio), from the prebuilt libraries
+// of the npm package @node-llama-cpp/linux-x64 (one pinned version,
+// adapters/ggml/package.json). The package ships libggml-base.so and one
+// libggml-cpu-<variant>.so per x86-64 CPU family; each variant is its own
+// kernel here ("ggml-<variant>-kv-f16", "ggml-<variant>-kv-f32"), loaded
+// with dlopen, and NOT AVAILABLE where its ggml_backend_score() says this
+// CPU cannot run it.
+//
+// The mapping onto ggml (its header's layout comments):
+//   q    [d_k, L, Hq, B]   float32 (ggml converts it to K's dot type, F16
+//                          for F16 keys)
+//   k    [d_k, S, Hkv, B]  F16 or F32, the kernel's key/value type
+//   v    [d_v, S, Hkv, B]  likewise, not transposed
+//   mask [S, L, Hq or 1, B or 1]  F16 (the only type ggml takes): 0 for a
+//                          visible key, -inf for a blocked one (bool masks,
+//                          causal masking and windows folded in), and, for
+//                          the F16 kernels, the additive mask's values
+//   out  [d_v, Hq, L, B]   float32, read back permuted to [B, Hq, L, d_v]
+// with scale, logit_softcap and sinks (ggml_flash_attn_ext_add_sinks) as
+// ggml's own arguments; query head h reads kv head h / (Hq / Hkv) as in
+// the spec. The F32 kernels take no additive mask: ggml would round its
+// values to F16, which would be this adapter's error, not ggml's.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "adapters/registry.hpp"
+
+namespace attnspec {
+
+std::span<const KernelEntry> ggml_kernels();
+// "llama.cpp ggml (npm @node-llama-cpp/linux-x64 <version>)".
+std::string ggml_version();
+
+}  // namespace attnspec
