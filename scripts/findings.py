@@ -87,7 +87,7 @@ KERNELS = [
     # backward adds each block of queries' dV into the input type
     # (GRADPREC, and GRADPERM in bfloat16); its math composition lets NaN
     # at a blocked key reach the output of rows that see other keys
-    # (NANPROP, GOLDEN's fully_masked_row). README, Findings 11-13. CI runs
+    # (NANPROP, GOLDEN's fully_masked_row). docs/findings/pytorch-2.15.md, findings 11-13. CI runs
     # three of the eight columns (about a minute each on 2 cores).
     ("torch-flash-float64", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float64",
      ["MASKNAN", "NANPROP", "GRADMASK"], {"ci": False}),
@@ -100,7 +100,7 @@ KERNELS = [
     ("torch-math-float64", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float64",
      MATH_FAILS, {"ci": False}),
     # Its float32 errors on tile-sized problems exceed twice the naive
-    # composition's, as libtorch 1.13's do (README, Findings 6 and 12).
+    # composition's, as libtorch 1.13's do (README, Findings 6; docs/findings/pytorch-2.15.md, 12).
     ("torch-math-float32", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float32",
      MATH_FAILS + ["PRECREL"], {"ci": False}),
     ("torch-math-bfloat16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype bfloat16",
@@ -114,7 +114,7 @@ KERNELS = [
     # reaches the output (MASKNAN, WINDOW, NANPROP); with a softcap it sets
     # a partial tile's padding keys to -inf before tanh, which makes their
     # logits -softcap (UNIFORM, SOFTCAP with F32 keys); its F16
-    # accumulator misses the tight tier (PRECTIGHT). README, Findings 14-17.
+    # accumulator misses the tight tier (PRECTIGHT). docs/findings/ggml-3.22.1.md, findings 14-17.
     ("ggml-haswell-kv-f32", "ggml-haswell-kv-f32", ["MASKNAN", "NANPROP", "SOFTCAP", "UNIFORM", "WINDOW"],
      {"ci": False}),
     ("ggml-haswell-kv-f16", "ggml-haswell-kv-f16", ["MASKNAN", "NANPROP", "PRECTIGHT", "WINDOW"], {}),

@@ -136,7 +136,7 @@ class GgmlKernel final : public Kernel {
     c.window_top_left = c.window_bottom_right = true;  // likewise
     // ggml_flash_attn_ext_add_sinks exists, but its sink step computes
     // expf(s - M) with M = -inf in a row with no visible key, which is
-    // NaN for the spec's "no sink" of -inf (README, Findings 17): declared
+    // NaN for the spec's "no sink" of -inf (docs/findings/ggml-3.22.1.md, finding 17): declared
     // missing until that is settled, so that one known NaN does not fail
     // every clause that draws sinks.
     c.sinks = false;
@@ -163,7 +163,9 @@ class GgmlKernel final : public Kernel {
                                    (masked ? static_cast<std::size_t>(B * Hq * L * S) * 2 : 0) +
                                    static_cast<std::size_t>(B * Hq * L * Dv) * 4 + static_cast<std::size_t>(Hq) * 4;
     // The work buffer ggml_graph_compute_with_ctx takes from the context:
-    // per thread a row of Q, two of V and a cache line, with room to spare.
+    // per thread a row of Q, two of V and a cache line on the one-row path;
+    // the tiled path's 64 x 64 tiles of logits and mask and 64-row buffers
+    // of Q, K and V (under 1 MB up to d = 512) fit in the 1 MB added.
     const std::size_t work_bytes = static_cast<std::size_t>(4 * (Dk + 2 * Dv) + 1024) * 4 + (1 << 20);
     ggml_init_params params{};
     params.mem_size = data_bytes + work_bytes + 16 * lib.tensor_overhead() + lib.graph_overhead() + (1 << 20);
