@@ -30,7 +30,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # postinstall step; the CPU binaries it needs ship in the package itself.
 install_npm_packages() {
   local dir="$root/adapters/onnxruntime"
-  [ -d "$dir/node_modules/onnxruntime-node" ] && return 0
+  [ -d "$dir/node_modules/onnxruntime-node" ] && [ -d "$dir/node_modules/onnxruntime-web" ] && return 0
   if ! command -v npm >/dev/null; then
     echo "install-deps: npm not found; the ONNX Runtime adapter needs Node.js 20 and npm" >&2
     exit 2
@@ -74,7 +74,7 @@ python_packages_present() {
 }
 install_python_packages() {
   python_packages_present && return 0
-  echo "install-deps: Python packages into .venv (requirements.txt; PyTorch with its CUDA libraries, about 5.4 GB)"
+  echo "install-deps: Python packages into .venv (requirements.txt: PyTorch with its CUDA libraries, OpenVINO, JAX; about 6.1 GB)"
   rm -f "$venv/requirements.sha256"
   /usr/bin/python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --require-hashes --only-binary=:all: -r "$root/requirements.txt"
@@ -89,7 +89,8 @@ for package in "${packages[@]}"; do
 done
 
 if [ "${1:-}" = "--check" ]; then
-  [ -d "$root/adapters/onnxruntime/node_modules/onnxruntime-node" ] || missing+=("npm:adapters/onnxruntime")
+  [ -d "$root/adapters/onnxruntime/node_modules/onnxruntime-node" ] &&
+    [ -d "$root/adapters/onnxruntime/node_modules/onnxruntime-web" ] || missing+=("npm:adapters/onnxruntime")
   [ -f "$ggml_dir/headers/ggml.h" ] && [ -d "$ggml_dir/node_modules/@node-llama-cpp/linux-x64" ] ||
     missing+=("npm:adapters/ggml")
   python_packages_present || missing+=("pip:.venv")

@@ -113,7 +113,8 @@ enum class KvType { f16, f32 };
 
 class GgmlKernel final : public Kernel {
  public:
-  GgmlKernel(std::string variant, KvType kv) : variant_(std::move(variant)), kv_(kv) {}
+  GgmlKernel(std::string variant, KvType kv, GgmlGlueFault fault = GgmlGlueFault::none)
+      : variant_(std::move(variant)), kv_(kv), fault_(fault) {}
 
   std::string name() const override {
     return "ggml-" + variant_ + (kv_ == KvType::f16 ? "-kv-f16" : "-kv-f32");
@@ -182,10 +183,20 @@ class GgmlKernel final : public Kernel {
     // The spec's [B, H, rows, d] in C order is ggml's [d, rows, H, B].
     auto* q_data = static_cast<float*>(q->data);
     for (std::size_t i = 0; i < p.q.size(); ++i) q_data[i] = static_cast<float>(p.q[i]);
-    fill(lib, k, p.k);
+    if (fault_ == GgmlGlueFault::transposed_keys) {
+      fill(lib, k, keys_with_rows_and_heads_swapped(p));
+    } else {
+      fill(lib, k, p.k);
+    }
     fill(lib, v, p.v);
 
     ggml_tensor* mask = nullptr;
+    // The visibility the mask is built from (the glue fault
+    // inverted_bool_mask reads a copy with the bool mask flipped).
+    Problem flipped;
+    const Problem& seen = fault_ == GgmlGlueFault::inverted_bool_mask && p.mask_kind == MaskKind::boolean
+                              ? (flipped = flipped_bool_mask(p))
+                              : p;
     if (masked) {
       mask = lib.new_tensor_4d(ctx, GGML_TYPE_F16, S, L, Hq, B);
       auto* m = static_cast<ggml_fp16_t*>(mask->data);
@@ -196,7 +207,7 @@ class GgmlKernel final : public Kernel {
             for (int j = 0; j < d.kv_len; ++j) {
               const RowIndex r{b, h, i};
               const std::size_t at = p.row_flat(r) * static_cast<std::size_t>(S) + static_cast<std::size_t>(j);
-              if (!p.visible(r, j)) {
+              if (!seen.visible(r, j)) {
                 m[at] = blocked;
                 continue;
               }
@@ -208,7 +219,8 @@ class GgmlKernel final : public Kernel {
             }
     }
 
-    const double scale = p.scale ? *p.scale : 1.0 / std::sqrt(static_cast<double>(d.d_k));
+    const double default_scale = 1.0 / std::sqrt(static_cast<double>(d.d_k));
+    const double scale = p.scale && fault_ != GgmlGlueFault::dropped_scale ? *p.scale : default_scale;
     ggml_tensor* out = lib.flash_attn_ext(ctx, q, k, v, mask, static_cast<float>(scale), 0.0f,
                                           p.softcap ? static_cast<float>(*p.softcap) : 0.0f);
     if (!p.sinks.empty()) {
@@ -249,8 +261,30 @@ class GgmlKernel final : public Kernel {
     }
   }
 
+  static Problem flipped_bool_mask(const Problem& p) {
+    Problem flipped = p;
+    for (double& entry : flipped.mask) entry = 1.0 - entry;
+    return flipped;
+  }
+
+  // The glue fault transposed_keys: K's [B, Hkv, S, d_k] values laid out
+  // as if they were [B, S, Hkv, d_k].
+  static std::vector<double> keys_with_rows_and_heads_swapped(const Problem& p) {
+    const Dims& d = p.dims;
+    std::vector<double> swapped(p.k.size());
+    const std::size_t H = static_cast<std::size_t>(d.kv_heads), S = static_cast<std::size_t>(d.kv_len),
+                      D = static_cast<std::size_t>(d.d_k);
+    for (std::size_t b = 0; b < static_cast<std::size_t>(d.batch); ++b)
+      for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t j = 0; j < S; ++j)
+          for (std::size_t t = 0; t < D; ++t)
+            swapped[((b * S + j) * H + h) * D + t] = p.k[((b * H + h) * S + j) * D + t];
+    return swapped;
+  }
+
   std::string variant_;
   KvType kv_;
+  GgmlGlueFault fault_;
 };
 
 template <Name Variant, KvType Kv>
@@ -296,6 +330,10 @@ const std::array kGgmlKernels = {
 }  // namespace
 
 std::span<const KernelEntry> ggml_kernels() { return kGgmlKernels; }
+
+std::unique_ptr<Kernel> make_ggml_kernel(const std::string& variant, bool kv_f16, GgmlGlueFault fault) {
+  return std::make_unique<GgmlKernel>(variant, kv_f16 ? KvType::f16 : KvType::f32, fault);
+}
 
 std::string ggml_version() {
   return std::string("llama.cpp ggml (npm @node-llama-cpp/linux-x64 ") + ATTNSPEC_GGML_PACKAGE_VERSION + ")";

@@ -23,6 +23,7 @@
 // values to F16, which would be this adapter's error, not ggml's.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 
@@ -31,6 +32,18 @@
 namespace attnspec {
 
 std::span<const KernelEntry> ggml_kernels();
+
+// Deliberately wrong copies of the glue above, for tests/ggml_glue_test.cpp
+// only (never registered): each must fail the clause that guards its part
+// of the mapping, so that a mapping bug cannot hide behind a PASS.
+enum class GgmlGlueFault {
+  none,
+  dropped_scale,     // ggml gets 1/sqrt(d_k) whatever the problem's scale: SCALE
+  inverted_bool_mask,  // a bool mask's true read as blocked: MASKBOOL
+  transposed_keys,   // K filled as [d_k, Hkv, S, B] instead of [d_k, S, Hkv, B]: BATCH
+};
+// The kernel "ggml-<variant>-kv-f16" (kv_f16) or "-kv-f32" with the glue fault.
+std::unique_ptr<Kernel> make_ggml_kernel(const std::string& variant, bool kv_f16, GgmlGlueFault fault);
 // "llama.cpp ggml (npm @node-llama-cpp/linux-x64 <version>)".
 std::string ggml_version();
 

@@ -1,27 +1,34 @@
 #!/usr/bin/env node
 'use strict';
-// attnspec-process/1 adapter for ONNX Runtime 1.30 (onnxruntime-node, CPU
-// execution provider). Each attnspec-case/1 case runs through a one-node
-// ONNX model of the operator --op names:
+// attnspec-process/1 adapter for ONNX Runtime 1.30 on the CPU. Each
+// attnspec-case/1 case runs through a one-node ONNX model of the operator
+// --op names:
 //   attention             ONNX's Attention, opset 23 (attention_op.js)
 //   group_query_attention the com.microsoft GroupQueryAttention contrib
 //                         operator (gqa_op.js)
-// --dtype float32 (default) or float16, for either.
+//   multi_head_attention  the com.microsoft MultiHeadAttention contrib
+//                         operator (mha_op.js)
+// --dtype float32 (default) or float16; --runtime node (default:
+// onnxruntime-node, the native CPU execution provider) or web
+// (onnxruntime-web, its WASM build, one thread).
 // Protocol replies go to stdout, one JSON object a line; logs go to stderr.
 
 const readline = require('readline');
-const { log, loadRuntime } = require('./common');
+const { log, loadRuntime, selectRuntime } = require('./common');
 
 const OPS = {
   attention: () => require('./attention_op'),
   group_query_attention: () => require('./gqa_op'),
+  multi_head_attention: () => require('./mha_op'),
 };
-const USAGE = 'usage: node adapter.js [--op attention|group_query_attention] [--dtype float32|float16]';
+const RUNTIMES = ['node', 'web'];
+const USAGE = 'usage: node adapter.js [--op attention|group_query_attention|multi_head_attention] ' +
+  '[--dtype float32|float16] [--runtime node|web]';
 
 function parseArguments(argv) {
-  const options = { op: 'attention', dtype: 'float32' };
+  const options = { op: 'attention', dtype: 'float32', runtime: 'node' };
   for (let i = 0; i < argv.length; i++) {
-    const match = /^--(op|dtype)(?:=(.*))?$/.exec(argv[i]);
+    const match = /^--(op|dtype|runtime)(?:=(.*))?$/.exec(argv[i]);
     if (!match) {
       log(`unknown argument ${JSON.stringify(argv[i])}; ${USAGE}`);
       process.exit(2);
@@ -40,6 +47,11 @@ function parseArguments(argv) {
     log(`unknown --op ${JSON.stringify(options.op)}: want ${Object.keys(OPS).join(' or ')}`);
     process.exit(2);
   }
+  if (!RUNTIMES.includes(options.runtime)) {
+    log(`unknown --runtime ${JSON.stringify(options.runtime)}: want ${RUNTIMES.join(' or ')}`);
+    process.exit(2);
+  }
+  selectRuntime(options.runtime);
   const op = OPS[options.op]();
   if (!op.dtypes.includes(options.dtype)) {
     log(`unsupported --dtype ${JSON.stringify(options.dtype)} for --op ${options.op}: want ${op.dtypes.join(' or ')}`);

@@ -16,7 +16,7 @@
 const path = require('path');
 const { writeNpy } = require('./npy');
 const { toHalfArray } = require('./float16');
-const { encodeInput, readCase, loadRuntime, valueInfo, sessionFor } = require('./common');
+const { encodeInput, readCase, loadRuntime, valueInfo, sessionFor, runtimeLabel } = require('./common');
 
 const OPSET = 23;
 const IR_VERSION = 11; // the IR version that introduced opset 23
@@ -106,7 +106,7 @@ async function runCase(dir, dtype) {
 function helloReply(dtype) {
   return {
     protocol: 1,
-    name: `onnxruntime-1.30-${dtype}`,
+    name: `${runtimeLabel()}-1.30-${dtype}`,
     // float16: ORT 1.30's CPU Attention<MLFloat16> keeps its scores and
     // softmax weights in MLFloat16 buffers (see README), so float16 is the
     // format its intermediates are rounded to.

@@ -3,6 +3,7 @@
 // GroupQueryAttention's causal / local_window_size (row i sees keys
 // i + S - L - W + 1 ... i + S - L, probed on 1.30): the expected answers
 // are worked out by hand from spec/SPEC.md 2.2. Exits 1 on a mismatch.
+// Also mha_op.js's test of where unidirectional = 1 is the case's causal band.
 // Run: node adapters/onnxruntime/band_test.js (no ONNX Runtime needed).
 
 const { mapBand } = require('./gqa_op');
@@ -34,4 +35,27 @@ for (const [label, L, S, causal, win, expected] of cases) {
   }
 }
 console.log(`${cases.length - failures} of ${cases.length} band mappings as expected`);
-process.exit(failures ? 1 : 0);
+
+// MultiHeadAttention's unidirectional = 1 (probed on 1.30: row i sees j <= i,
+// the last row every key): the causal cases it gives (mha_op.js), by hand.
+const { unidirectionalFits } = require('./mha_op');
+const mhaCases = [
+  // [label, L, S, causal, expected]
+  ['S = L, top-left', 4, 4, 'top_left', true],
+  ['S = L, bottom-right', 4, 4, 'bottom_right', true],
+  ['L = 1, bottom-right: every key', 1, 5, 'bottom_right', true],
+  ['L = 1, top-left: key 0 only', 1, 5, 'top_left', false],
+  ['S > L, top-left: the last row would see all', 3, 5, 'top_left', false],
+  ['S > L, bottom-right', 3, 5, 'bottom_right', false],
+  ['S < L, top-left: rows past S see every key anyway', 5, 2, 'top_left', true],
+];
+let mhaFailures = 0;
+for (const [label, L, S, causal, expected] of mhaCases) {
+  const got = unidirectionalFits({ q_len: L, kv_len: S, causal });
+  if (got !== expected) {
+    console.log(`FAIL MultiHeadAttention ${label}: got ${got}, expected ${expected}`);
+    ++mhaFailures;
+  }
+}
+console.log(`${mhaCases.length - mhaFailures} of ${mhaCases.length} MultiHeadAttention causal mappings as expected`);
+process.exit(failures + mhaFailures ? 1 : 0);

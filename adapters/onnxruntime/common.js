@@ -1,8 +1,9 @@
 'use strict';
-// What both ONNX Runtime adapters share (adapter.js picks one with --op):
+// What the ONNX Runtime adapters share (adapter.js picks one with --op):
 // reading an attnspec-case/1 directory, converting its f64 values to the
-// kernel's input format without rounding, loading onnxruntime-node and
-// onnx-proto, and a small cache of inference sessions.
+// kernel's input format without rounding, loading the runtime (--runtime:
+// onnxruntime-node's native CPU provider, or onnxruntime-web's WASM build
+// on one thread) and onnx-proto, and a small cache of inference sessions.
 
 const fs = require('fs');
 const path = require('path');
@@ -81,23 +82,49 @@ function readCase(dir) {
 }
 
 let runtime;
+let runtimeName = 'node';
+const RUNTIMES = {
+  // The native library and its CPU execution provider.
+  node: { label: 'onnxruntime', load: () => require('onnxruntime-node'), provider: 'cpu' },
+  // The WASM build (the browsers' CPU path), in this Node process; one
+  // thread, so that no worker is started.
+  web: {
+    label: 'onnxruntime-web',
+    load: () => {
+      const ort = require('onnxruntime-web');
+      ort.env.wasm.numThreads = 1;
+      return ort;
+    },
+    provider: 'wasm',
+  },
+};
 
-// onnxruntime-node and onnx-proto, loaded on first use, after the command
+// Picks the runtime before its first use (adapter.js's --runtime).
+function selectRuntime(name) {
+  if (!Object.hasOwn(RUNTIMES, name)) throw new Error(`unknown runtime ${JSON.stringify(name)}`);
+  runtimeName = name;
+}
+
+// The name prefix of the hello replies: onnxruntime or onnxruntime-web.
+function runtimeLabel() {
+  return RUNTIMES[runtimeName].label;
+}
+
+// The runtime and onnx-proto, loaded on first use, after the command
 // line is checked, so that a usage error is reported at once.
 function loadRuntime() {
   if (!runtime) {
-    const ort = require('onnxruntime-node');
+    const ort = RUNTIMES[runtimeName].load();
     ort.env.logLevel = 'error';
-    runtime = { ort, onnx: require('onnx-proto').onnx };
+    runtime = { ort, onnx: require('onnx-proto').onnx, provider: RUNTIMES[runtimeName].provider };
   }
   return runtime;
 }
 
+// A graph input or output; a dimension given as a string is symbolic.
 function valueInfo(name, elemType, shape) {
-  return {
-    name,
-    type: { tensorType: { elemType, shape: { dim: shape.map((d) => ({ dimValue: d })) } } },
-  };
+  const dim = shape.map((d) => (typeof d === 'string' ? { dimParam: d } : { dimValue: d }));
+  return { name, type: { tensorType: { elemType, shape: { dim } } } };
 }
 
 // Sessions keyed by everything that is baked into the model; least
@@ -106,13 +133,13 @@ function valueInfo(name, elemType, shape) {
 const sessions = new Map();
 
 async function sessionFor(key, buildModel) {
-  const { ort } = loadRuntime();
+  const { ort, provider } = loadRuntime();
   let session = sessions.get(key);
   if (session) {
     sessions.delete(key);
   } else {
     session = await ort.InferenceSession.create(buildModel(), {
-      executionProviders: ['cpu'],
+      executionProviders: [provider],
       intraOpNumThreads: 1,
       interOpNumThreads: 1,
       logSeverityLevel: 3,
@@ -127,4 +154,4 @@ async function sessionFor(key, buildModel) {
   return session;
 }
 
-module.exports = { log, encodeInput, readCase, loadRuntime, valueInfo, sessionFor };
+module.exports = { log, encodeInput, readCase, selectRuntime, runtimeLabel, loadRuntime, valueInfo, sessionFor };

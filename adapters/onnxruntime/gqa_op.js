@@ -27,7 +27,7 @@
 const path = require('path');
 const { writeNpy } = require('./npy');
 const { toHalfArray } = require('./float16');
-const { encodeInput, readCase, loadRuntime, valueInfo, sessionFor } = require('./common');
+const { encodeInput, readCase, loadRuntime, valueInfo, sessionFor, runtimeLabel } = require('./common');
 
 const IR_VERSION = 11;
 const MAX_ELEMENTS = 1 << 24; // B*Hq*L*S: ORT's CPU path materialises every score
@@ -149,7 +149,9 @@ function buildModel(plan) {
   if (plan.scale !== null) attribute.push(float('scale', plan.scale));
   if (plan.softcap !== null) attribute.push(float('softcap', plan.softcap));
   if (plan.smoothSoftmax) attribute.push(int('smooth_softmax', 1));
-  const present = [B, Hkv, S, D];
+  // Its length symbolic: onnxruntime-web 1.30's shape inference infers
+  // another one and refuses the model (the kernel writes S entries).
+  const present = [B, Hkv, 'total_sequence_length', D];
   const model = ModelProto.create({
     irVersion: IR_VERSION,
     producerName: 'attnspec-onnxruntime-adapter',
@@ -254,7 +256,7 @@ async function runCase(dir, dtype) {
 function helloReply(dtype) {
   return {
     protocol: 1,
-    name: `onnxruntime-1.30-gqa-${dtype}`,
+    name: `${runtimeLabel()}-1.30-gqa-${dtype}`,
     // float16: the scaled logits are stored in float16 (probed: logits 2048
     // and 2049 give weights 1/2 and 1/2), so float16 is the format its
     // intermediates are rounded to, as for the Attention operator.

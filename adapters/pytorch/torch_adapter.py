@@ -9,7 +9,9 @@ number format and device (spec/SPEC.md section 8).
 the fused ones need a GPU), or flex: FlexAttention (PyTorch >= 2.5), which
 also takes sliding windows of both alignments, ALiBi and softcap, and returns
 the lse (adapters/pytorch/flex_mapping.py says how each maps onto its
-score_mod and block mask); or flash_attn: the flash_attn package's
+score_mod and block mask; --compile runs torch.compile(flex_attention),
+inductor's fused kernel, as adapters/pytorch/flex_compile.py describes,
+instead of the eager composition); or flash_attn: the flash_attn package's
 flash_attn_func (FlashAttention 2 >= 2.6, float16/bfloat16 on a GPU), which
 takes bottom-right causal masking, windows and ALiBi, softcap and returns
 the lse (adapters/pytorch/flash_attn_mapping.py), and the layouts through
@@ -62,21 +64,36 @@ def backend_context(torch, backend):
 
 
 def flex_hello(torch, args):
-    """FlexAttention: scores and softmax in float32 for 16-bit inputs."""
+    """FlexAttention: scores and softmax in float32 for 16-bit inputs,
+    the weights P rounded to the input type for P V (a weights format,
+    SPEC 6.4, scale 1). Eager, it runs PyTorch's unfused composition
+    (torch/_higher_order_ops/flex_attention.py, math_attention:
+    `post_mod_scores.to(query.dtype) @ value`); compiled on the CPU,
+    inductor's C++ flash template
+    (torch/_inductor/codegen/cpp_flex_attention_template.py), whose online
+    softmax writes P in the input type (online_softmax_row's p_row) and
+    which returns no lse ("torch.compile on CPU only supports inference
+    and `return_lse` is not supported yet", flex_cpu.py)."""
     narrow = args.dtype in ("float16", "bfloat16")
+    cpu_compiled = args.compile and args.device == "cpu"
     accumulate = "float32" if narrow else args.dtype
     formats = {"input": args.dtype, "accumulate": accumulate, "output": args.dtype}
+    if narrow and args.device == "cpu":
+        formats["weights"] = args.dtype
+        formats["weights_scale"] = 1
     if narrow:  # its backward kernel casts P and dS to the inputs' type for the tensor cores' products
         formats["gradient_storage"] = args.dtype
     both = ["top_left", "bottom_right"]
     return {
         "protocol": 1,
-        "name": "torch-%s-flex-%s-%s" % (torch.__version__.split("+")[0], args.device, args.dtype),
+        "name": "torch-%s-flex%s-%s-%s" % (torch.__version__.split("+")[0], "-compiled" if args.compile else "",
+                                         args.device, args.dtype),
         "formats": formats,
         "capabilities": {"masks": ["bool", "additive"], "causal": both, "window": both, "alibi": both,
                          "gqa": True, "scale": True, "softcap": True,
                          # A value head size of its own from PyTorch 2.6.
-                         "dv_ne_dk": version_at_least(torch, 2, 6), "lse": True, "fully_masked_rows": True,
+                         "dv_ne_dk": version_at_least(torch, 2, 6), "lse": not cpu_compiled,
+                         "fully_masked_rows": True,
                          # PyTorch 2.15 on the CPU: "FlexAttention does not
                          # support backward on CPU" (NotImplementedError).
                          "backward": args.device != "cpu"},
@@ -216,11 +233,14 @@ def run_case(torch, np, directory, args, kind="dense"):
     if args.backend in ("flex", "flash_attn"):
         from flash_attn_mapping import run_flash_attn
         from flex_mapping import run_flex
-        run = run_flex if args.backend == "flex" else run_flash_attn
         with torch.no_grad():
-            out, lse = run(torch, np, case, directory, q, k, v, args.device)
+            if args.backend == "flex":
+                out, lse = run_flex(torch, np, case, directory, q, k, v, args.device, compiled=args.compile)
+            else:
+                out, lse = run_flash_attn(torch, np, case, directory, q, k, v, args.device)
         save(np, directory, "out", out.to(wide).cpu().numpy(), carrier)
-        save(np, directory, "lse", lse.to(wide).cpu().numpy(), np.float64)
+        if lse is not None:
+            save(np, directory, "lse", lse.to(wide).cpu().numpy(), np.float64)
         return {"ok": True}
     options = {}
     if case["scale"] is not None:
@@ -266,7 +286,17 @@ def main():
     parser.add_argument("--dtype", default="float32", choices=FORMATS)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--backend", default="default", choices=BACKENDS)
+    parser.add_argument("--compile", action="store_true",
+                        help="--backend flex only: torch.compile(flex_attention) (inductor) instead of eager")
     args = parser.parse_args()
+    if args.compile and args.backend != "flex":
+        print("torch_adapter: --compile goes with --backend flex", file=sys.stderr)
+        return 2
+    if args.compile and args.device == "cpu" and args.dtype == "float64":
+        # flex_cpu.py: "torch.float, torch.float16 and torch.bfloat16 are supported in FlexAttention for CPU device"
+        print("torch_adapter: compiled FlexAttention on the CPU takes --dtype float32, bfloat16 or float16",
+              file=sys.stderr)
+        return 2
     try:
         import numpy as np
         import torch
@@ -289,6 +319,9 @@ def main():
             print("torch_adapter: --backend flash_attn needs the flash_attn package (%s)" % error, file=sys.stderr)
             return 2
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the mappings beside it
+    if args.compile:
+        from flex_compile import prepare_inductor
+        prepare_inductor(torch)
     for line in sys.stdin:
         request = json.loads(line)
         if request["op"] == "bye":

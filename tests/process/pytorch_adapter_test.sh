@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU-only entry points of adapters/pytorch/torch_adapter.py (the
-# flash_attn package) and, until its CPU columns exist, FlexAttention:
+# flash_attn package) and FlexAttention's backward, and FlexAttention's
+# mapping over many clauses in seconds (its CPU columns on real PyTorch are
+# in docs/findings/pytorch-2.15.md, too slow for CI):
 # driven through tests/process/fake_torch (NumPy standing in for PyTorch
 # 2.5 and the flash_attn package), so that their protocol handling and
 # argument plumbing are tested on a machine without a GPU; the numerics of

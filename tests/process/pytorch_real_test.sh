@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # adapters/pytorch/torch_adapter.py on real PyTorch 2 (PyPI torch in .venv,
 # scripts/install-deps.sh): the SDPA backends on the CPU answer the hello
-# with what their source says they do, and three deliberately wrong copies
+# with what their source says they do, and five deliberately wrong copies
 # of the adapter's glue each fail the clause that guards it, so that a
 # mapping bug cannot hide behind a PASS in the Findings (issue 42):
 #   - a dropped explicit scale fails SCALE;
 #   - a bool mask of the wrong polarity fails MASKBOOL;
 #   - K read as (batch, keys, heads, d) instead of (batch, heads, keys, d)
 #     fails BATCH;
-#   - q taken for dO in the backward fails GRADPREC.
+#   - q taken for dO in the backward fails GRADPREC;
+#   - FlexAttention's bottom-right causal offset dropped fails CAUSAL.
 # Usage: tests/process/pytorch_real_test.sh SOURCE_DIR   (env: ATTNSPEC)
 set -euo pipefail
 source_dir="$1"
@@ -18,26 +19,27 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # The hello: formats and capabilities as declared for each backend.
-for backend in math flash; do
+for backend in math flash flex; do
   "$ATTNSPEC" check-adapter "cmd:$python $source_dir/adapters/pytorch/torch_adapter.py --dtype float32 --backend $backend"
 done
 "$ATTNSPEC" check-adapter "cmd:$python $source_dir/adapters/pytorch/torch_adapter.py --dtype bfloat16 --backend flash" \
   | tee "$work/hello.txt"
 grep -q "input bfloat16, accumulate float32, output bfloat16" "$work/hello.txt"
 
-# expect_failure NAME CLAUSE SED_EXPRESSION: a copy of the adapter changed
-# by the sed expression must fail CLAUSE (exit 1) on the math backend.
+# expect_failure NAME CLAUSE SED_EXPRESSION [FILE [BACKEND]]: a copy of
+# the adapter with FILE (default torch_adapter.py) changed by the sed
+# expression must fail CLAUSE (exit 1) on BACKEND (default math).
 expect_failure() {
-  local name="$1" clause="$2" expression="$3"
+  local name="$1" clause="$2" expression="$3" file="${4:-torch_adapter.py}" backend="${5:-math}"
   mkdir -p "$work/$name"
   cp "$source_dir"/adapters/pytorch/*.py "$work/$name/"
-  sed -i "$expression" "$work/$name/torch_adapter.py"
-  if cmp -s "$source_dir/adapters/pytorch/torch_adapter.py" "$work/$name/torch_adapter.py"; then
+  sed -i "$expression" "$work/$name/$file"
+  if cmp -s "$source_dir/adapters/pytorch/$file" "$work/$name/$file"; then
     echo "pytorch adapter, $name: the sed expression changed nothing" >&2
     exit 1
   fi
   local status=0
-  "$ATTNSPEC" run --kernel "cmd:$python $work/$name/torch_adapter.py --dtype float32 --backend math" \
+  "$ATTNSPEC" run --kernel "cmd:$python $work/$name/torch_adapter.py --dtype float32 --backend $backend" \
     --profile quick --clause "$clause" --save-failures "$work/$name/failures" >"$work/$name.log" 2>&1 || status=$?
   if [ "$status" -ne 1 ] || ! grep -q "^FAIL  $clause" "$work/$name.log"; then
     cat "$work/$name.log"
@@ -50,4 +52,7 @@ expect_failure dropped-scale SCALE 's/options\["scale"\] = case\["scale"\]/pass/
 expect_failure inverted-bool-mask MASKBOOL 's/values = np.load(os.path.join(directory, "mask.npy"))/values = np.load(os.path.join(directory, "mask.npy")); values = ~values if values.dtype == bool else values/'
 expect_failure transposed-keys BATCH 's/q, k, v = (load(name).to(dtype) for name in ("q", "k", "v"))/q, k, v = (load(name).to(dtype) for name in ("q", "k", "v")); k = k.reshape(k.shape[0], k.shape[2], k.shape[1], k.shape[3]).transpose(1, 2)/'
 expect_failure q-for-dout GRADPREC 's/dout = load("dout")/dout = load("q")/'
+# FlexAttention's mapping (flex_mapping.py): bottom-right causal read as top-left.
+expect_failure flex-causal-alignment CAUSAL 's/return case\["kv_len"\] - case\["q_len"\] if alignment == "bottom_right" else 0/return 0/' \
+  flex_mapping.py flex
 echo "pytorch adapter (real PyTorch): ok"

@@ -41,6 +41,10 @@ class Tensor:
     def shape(self):
         return self.array.shape
 
+    @property
+    def dtype(self):
+        return self.array.dtype
+
     def dim(self):
         return self.array.ndim
 
