@@ -74,7 +74,8 @@ struct Alibi {
 };
 
 // The ALiBi paper's slopes for `heads` heads, as FlashInfer, cuDNN, vLLM,
-// BLOOM, MPT and ggml compute them, rounded to float32: with n the largest
+// BLOOM and ggml compute them (MPT and attention-gym differ when heads is
+// not a power of two, SPEC 2.3), rounded to float32: with n the largest
 // power of two <= heads, heads 1..n get 2^(-8k/n) and the rest
 // 2^(-4(2k - 1)/n), the odd slopes of 2n heads.
 std::vector<double> alibi_paper_slopes(int heads);

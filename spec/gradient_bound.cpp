@@ -162,7 +162,10 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
         recomputed = std::exp(-gap * (1 - g4) + lse_shift * (1 + g4)) * (1 + 4 * u);
       }
       const double softmax = fb.weight_error[static_cast<std::size_t>(j)];
-      const double aj = std::max(softmax, recomputed);
+      // Underflow in F_acc (SPEC 6.11 step 1): the exp and the quotient
+      // lose at most lambda each, flushed or gradual, the first divided by
+      // a normaliser of at least 1/2: 3 lambda.
+      const double aj = std::max(softmax, recomputed) + 3 * lambda;
       a[i] = aj * (1 + st.unit_roundoff) + wj * st.unit_roundoff + st.half_subnormal;
       unbounded = unbounded || !std::isfinite(a[i]) || std::isnan(a[i]);
     }
@@ -179,7 +182,10 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
       from_weights_first += a[i] * dp_abs[i] + (w[i] + a[i]) * g_dv * m[i];
       from_weights_mag += (w[i] + a[i]) * (dp_abs[i] + g_dv * m[i]);
     }
-    const double e_d = std::max(from_out, from_weights_first + gamma(n, u) * from_weights_mag);
+    // Each product of the two sums may underflow: lambda per term (step 3).
+    const double from_weights = from_weights_first + gamma(n, u) * from_weights_mag;
+    const double e_d = std::max(from_out + static_cast<double>(dv_w) * lambda,
+                                from_weights + static_cast<double>(n_keys) * lambda);
     unbounded = unbounded || !std::isfinite(e_d);
 
     const std::size_t group_block = (static_cast<std::size_t>(r.batch) * Hkv + static_cast<std::size_t>(g)) * S;
@@ -210,7 +216,9 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
       // |dP_j - D|, with the errors of the double dP_j and D.
       const double g_abs = std::fabs(dp_value[i] - d_approx) * (1 + kDoubleU) + gamma(d.d_v + 2, kDoubleU) * m[i] + d_error;
       const double b = g_dv * m[i] + e_d;
-      const double e_x = a[i] * (g_abs + b) + w[i] * b + (w[i] + a[i]) * (g_abs + b) * theta + st.half_subnormal;
+      // The subtraction's and the product's results may underflow in F_acc.
+      const double e_x =
+          a[i] * (g_abs + b) + w[i] * b + (w[i] + a[i]) * (g_abs + b) * theta + 2 * lambda + st.half_subnormal;
       const double dx_abs = w[i] * g_abs;
       double e_s = e_x, ds_abs = dx_abs, cap_factor = 1;
       if (p.softcap) {
@@ -219,13 +227,13 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
         const double cap_prime = std::min(1.0, 1 - th * th + 2 * (cap_slack * dot_scale / cap + 4 * kDoubleU));
         const double tau = tau_base * dot_scale / cap + 6 * u;
         const double kappa = 2 * tau + tau * tau + 2 * u;
-        e_s = e_x * (cap_prime + kappa) * (1 + u) + dx_abs * (kappa * (1 + u) + u * cap_prime);
+        e_s = e_x * (cap_prime + kappa) * (1 + u) + dx_abs * (kappa * (1 + u) + u * cap_prime) + lambda;
         ds_abs = dx_abs * cap_prime;
         cap_factor = 1 + th * th;  // 1 - tanh^2 before its cancellation
       }
       // dS may be stored after the scale rather than before: half a
       // subnormal of F_s either way.
-      const double f_j = s * (e_s * (1 + g3) + g3 * ds_abs) + st.half_subnormal;
+      const double f_j = s * (e_s * (1 + g3) + g3 * ds_abs) + lambda + st.half_subnormal;
       const double dd_abs = s * ds_abs;
       // The term's size before any cancellation, in dO . V_j and dO . o as
       // in dP_j - D (the unit of the reports, SPEC 6.11 Evaluation).
@@ -262,7 +270,7 @@ GradientBounds gradient_bounds(const Problem& p, const GradientClass& c, std::sp
       // softmax or recomputed as exp(sigma - lse).
       const double ws = fb.sink_weight * weight_up;
       const double recomputed = ws * (std::exp(lse_shift + g4 * (std::fabs(*sink - f.lse) + lse_shift)) * (1 + 4 * u) - 1);
-      const double as = std::max(fb.sink_weight_error, recomputed);
+      const double as = std::max(fb.sink_weight_error, recomputed) + 3 * lambda;  // a key's underflow (step 1)
       const auto h = static_cast<std::size_t>(r.head);
       dsink.first[h] += as * d_abs + (ws + as) * e_d;
       dsink.magnitude[h] += (ws + as) * (d_abs + e_d);

@@ -6,6 +6,7 @@
 // them, are those of a judgement against the multiprecision gradients.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -110,6 +111,42 @@ TEST(GradientBound, VerdictsAgreeWithTheMultiprecisionGradients) {
       EXPECT_EQ(failed, where > 1) << "problem " << index << ", placed at " << where << " of the bound";
     }
   }
+}
+
+// SPEC 6.11's underflow terms: a float32 backward that flushes subnormal
+// results to zero, as XLA on the CPU does (docs/findings/jax-0.10.2.md,
+// finding 32, whose shrunk case this is), is within its bound, and the
+// bound that admits it stays at the scale of float32's smallest normal.
+// Logits 118 and 216: w_0 = e^-98 = 2.7e-43 flushes to 0, so dQ, dK and
+// dV_0 come out 0 and dV_1 is dO, where the exact dK_0 reaches -1.24e-38.
+TEST(GradientBound, AFlushingFloat32BackwardIsWithinTheUnderflowTerms) {
+  // Filled directly: testing::single_head with one query row trips GCC
+  // 12's -Wstringop-overflow (a false positive in vector::insert).
+  Problem p;
+  p.dims.q_len = 1;
+  p.dims.kv_len = 2;
+  p.dims.d_k = p.dims.d_v = 4;
+  p.q = {6, 0, -8, 32};
+  p.k = {2, 0, -24, 1, 0, 56, -14, 10};
+  p.v = {-12, -32, 24, 6, -48, 14, -8, 8};
+  p.dout = {-3, 32, -40, -16};
+  const std::unique_ptr<Kernel> naive = make_naive_f32();
+  GradientEvaluation e = evaluate_gradients(*naive, p);
+  const GradientResult exact = certified_gradients(p);
+  ASSERT_LT(exact.dk[3], -1e-38);  // a normal float32 number the flush loses
+  ASSERT_GT(exact.dk[3], -2e-38);
+  std::fill(e.got.dq.begin(), e.got.dq.end(), 0.0);
+  std::fill(e.got.dk.begin(), e.got.dk.end(), 0.0);
+  std::fill(e.got.dv.begin(), e.got.dv.begin() + 4, 0.0);
+  std::copy(p.dout.begin(), p.dout.end(), e.got.dv.begin() + 4);
+  ErrorStats stats;
+  EXPECT_EQ(gradients_outside_bound(p, e, FormatId::float32, stats), "");
+  // Not vacuous: dK_0's bound is of the order of the products of lambda
+  // (2^-126) with the row's magnitudes, and a value 2^-100 off fails.
+  EXPECT_LT(e.bounds.dk[3], 0x1p-100);
+  e.got.dk[3] = 0x1p-100;
+  ErrorStats moved;
+  EXPECT_NE(gradients_outside_bound(p, e, FormatId::float32, moved), "");
 }
 
 }  // namespace

@@ -49,7 +49,10 @@ def flex_arguments(torch, np, case, directory, device, float64_inputs):
         # mask values are numbers of the input format, exact in either.
         mask = mask.to(torch.float64 if float64_inputs else torch.float32)
     mask_batch, mask_heads = (mask.shape[0], mask.shape[1]) if mask is not None else (1, 1)
-    slopes = load("alibi_slopes").to(torch.float32) if case.get("alibi") else None
+    # The slopes are float32 numbers; in the scores' type, so that the bias
+    # slope * |i + off - j| is computed in it: float32 slopes rounded that
+    # product to float32 in float64 cases (what finding 25 first was).
+    slopes = load("alibi_slopes").to(torch.float64 if float64_inputs else torch.float32) if case.get("alibi") else None
     causal, window, softcap = case["causal"], case.get("window"), case["softcap"]
     # [()] reads the 0-d tensor as a value inside score_mod (a 0-d tensor
     # for PyTorch, a scalar for the tests' NumPy stand-in).

@@ -9,7 +9,10 @@
 #   - K read as (batch, keys, heads, d) instead of (batch, heads, keys, d)
 #     fails BATCH;
 #   - q taken for dO in the backward fails GRADPREC;
-#   - FlexAttention's bottom-right causal offset dropped fails CAUSAL.
+#   - FlexAttention's bottom-right causal offset dropped fails CAUSAL;
+#   - FlexAttention's ALiBi slopes kept in float32 for float64 inputs fail
+#     a kept float64 ALiBi case (tests/cases/flex_float64_alibi_slopes,
+#     the withdrawn finding 25), which the right glue passes.
 # Usage: tests/process/pytorch_real_test.sh SOURCE_DIR   (env: ATTNSPEC)
 set -euo pipefail
 source_dir="$1"
@@ -55,4 +58,22 @@ expect_failure q-for-dout GRADPREC 's/dout = load("dout")/dout = load("q")/'
 # FlexAttention's mapping (flex_mapping.py): bottom-right causal read as top-left.
 expect_failure flex-causal-alignment CAUSAL 's/return case\["kv_len"\] - case\["q_len"\] if alignment == "bottom_right" else 0/return 0/' \
   flex_mapping.py flex
+# The ALiBi bias in the scores' type: one kept case (L = 4, S = 2, d = 1)
+# passes with the adapter and fails with the slopes left in float32.
+flex64="--backend flex --dtype float64"
+"$ATTNSPEC" check "$source_dir/tests/cases/flex_float64_alibi_slopes" \
+  --kernel "cmd:$python $source_dir/adapters/pytorch/torch_adapter.py $flex64"
+mkdir -p "$work/flex-alibi-float32"
+cp "$source_dir"/adapters/pytorch/*.py "$work/flex-alibi-float32/"
+sed -i 's/.to(torch.float64 if float64_inputs else torch.float32) if case.get("alibi")/.to(torch.float32) if case.get("alibi")/' \
+  "$work/flex-alibi-float32/flex_mapping.py"
+status=0
+"$ATTNSPEC" check "$source_dir/tests/cases/flex_float64_alibi_slopes" \
+  --kernel "cmd:$python $work/flex-alibi-float32/torch_adapter.py $flex64" >"$work/flex-alibi.log" 2>&1 || status=$?
+if [ "$status" -ne 1 ]; then
+  cat "$work/flex-alibi.log"
+  echo "pytorch adapter, flex-alibi-float32: expected the kept ALiBi case to fail (exit 1), got exit $status" >&2
+  exit 1
+fi
+echo "pytorch adapter, flex-alibi-float32: the kept float64 ALiBi case fails, as it must"
 echo "pytorch adapter (real PyTorch): ok"
