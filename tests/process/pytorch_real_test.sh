@@ -67,6 +67,10 @@ mkdir -p "$work/flex-alibi-float32"
 cp "$source_dir"/adapters/pytorch/*.py "$work/flex-alibi-float32/"
 sed -i 's/.to(torch.float64 if float64_inputs else torch.float32) if case.get("alibi")/.to(torch.float32) if case.get("alibi")/' \
   "$work/flex-alibi-float32/flex_mapping.py"
+if cmp -s "$source_dir/adapters/pytorch/flex_mapping.py" "$work/flex-alibi-float32/flex_mapping.py"; then
+  echo "pytorch adapter, flex-alibi-float32: the sed expression changed nothing" >&2
+  exit 1
+fi
 status=0
 "$ATTNSPEC" check "$source_dir/tests/cases/flex_float64_alibi_slopes" \
   --kernel "cmd:$python $work/flex-alibi-float32/torch_adapter.py $flex64" >"$work/flex-alibi.log" 2>&1 || status=$?
