@@ -41,6 +41,7 @@ std::vector<std::string> missing_capabilities(const Capabilities& c, const Probl
   if (p.dims.kv_len < p.dims.q_len && c.kv_len_at_least_q_len) missing.push_back("needs kv_len < q_len");
   if (p.window && c.causal_windows_only && p.window->right != 0)
     missing.push_back("needs a window whose right side is not 0");
+  if (c.causal_only && p.causal == Causal::none) missing.push_back("needs attention without causal masking");
   if (!p.dout.empty() && !c.backward) missing.push_back("needs a backward pass");
   const std::size_t elements = p.rows() * static_cast<std::size_t>(p.dims.kv_len);
   if (elements > c.max_elements)
@@ -86,9 +87,18 @@ std::string describe(const Capabilities& c) {
   add(c.fully_masked_rows, "fully-masked-rows");
   add(c.kv_len_at_least_q_len, "only:kv_len>=q_len");
   add(c.causal_windows_only, "only:causal-windows");
+  add(c.causal_only, "only:causal");
   add(c.varlen, "varlen");
   add(c.kv_cache, "kv-cache");
   add(c.paged_kv_cache, "paged-kv-cache");
+  if (!c.page_sizes.empty()) {
+    std::string sizes = "page-sizes:";
+    for (std::size_t i = 0; i < c.page_sizes.size(); ++i) {
+      if (i > 0) sizes += ',';
+      sizes += std::to_string(c.page_sizes[i]);
+    }
+    add(true, sizes);
+  }
   add(c.backward, "backward");
   if (c.merge_partials) add(true, "merge:" + std::string(format_info(*c.merge_partials).name));
   if (c.max_elements != std::numeric_limits<std::size_t>::max())

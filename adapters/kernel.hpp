@@ -78,15 +78,22 @@ struct Capabilities {
   // local_window_size, Hugging Face's sliding_window) takes no other window.
   // Generators draw within them; a problem outside them is one the kernel
   // cannot run (missing_capabilities). In a KV cache (run_kv_cache) the
-  // first also means one new key per query: new_len = L.
+  // first also means one new key per query: new_len = L. A kernel that
+  // always masks causally (OpenVINO's PagedAttentionExtension) is
+  // causal_only: every problem drawn for it is causal, and a clause whose
+  // law needs problems without causal masking is declined by it.
   bool kv_len_at_least_q_len = false;
   bool causal_windows_only = false;
+  bool causal_only = false;
   // The layouts of spec/SPEC.md section 2.5 (Kernel::run_varlen,
   // Kernel::run_kv_cache): packed variable-length batches, KV caches with
   // appended keys, and paged KV caches.
   bool varlen = false;
   bool kv_cache = false;
   bool paged_kv_cache = false;
+  // The page sizes a paged kernel takes (OpenVINO's CPU plugin: 32 only);
+  // empty: every size PAGED draws, 1 to 256.
+  std::vector<int> page_sizes;
   // A merge operator (Kernel::merge, spec/SPEC.md section 6.10), and the
   // format of the partial outputs it takes (FlashAttention's combine:
   // float32; vLLM's merge_attn_states: the output dtype); nullopt: none.

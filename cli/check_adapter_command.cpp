@@ -31,6 +31,8 @@ Problem probe_problem(const Capabilities& caps, FormatId input, int batch = 1) {
   const auto keys = static_cast<std::size_t>(batch) * p.dims.kv_heads * p.dims.kv_len;
   fill(p.k, keys * p.dims.d_k, 2);
   fill(p.v, keys * p.dims.d_v, 3);
+  // A kernel that always masks causally gets causal probes only.
+  if (caps.causal_only) p.causal = caps.causal_bottom_right ? Causal::bottom_right : Causal::top_left;
   return p;
 }
 
@@ -60,9 +62,10 @@ std::vector<Probe> layout_probes(const Capabilities& caps, FormatId input) {
     list.push_back({"KV cache of 5 and 3 keys, " + std::to_string(appended) + " appended", two, cache});
   }
   if (caps.paged_kv_cache) {
-    LayoutRecipe paged{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, appended, CacheLayout{2, 0, 1, {}}};
+    const int page_size = caps.page_sizes.empty() ? 2 : caps.page_sizes.front();
+    LayoutRecipe paged{LayoutKind::kv_cache, {}, {5, 3}, 0, 0, appended, CacheLayout{page_size, 0, 1, {}}};
     for (int page = pool_pages(paged) - 1; page >= 0; --page) paged.cache.page_order.push_back(page);
-    list.push_back({"paged KV cache, pages of 2 in reverse order", two, paged});
+    list.push_back({"paged KV cache, pages of " + std::to_string(page_size) + " in reverse order", two, paged});
   }
   if (caps.merge_partials) {
     // Two rows of three parts, one part of row 1 empty (lse -inf).

@@ -359,7 +359,10 @@ Problem draw_whole_problem(const Capabilities& caps, FormatId format, const Prof
   // draws the tensors take, and rolls drawn after them would move.
   const Distribution distribution = draw_distribution();
   const MaskPlan mask = draw_mask_plan(p.dims, caps, features);
-  if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) && draw_in(0, 2) == 2)
+  // A causal_only kernel's problems are all causal; the roll is drawn all
+  // the same, so later draws keep their places.
+  if (features.causal && (caps.causal_top_left || caps.causal_bottom_right) &&
+      (draw_in(0, 2) == 2 || caps.causal_only))
     p.causal = caps.causal_top_left && (!caps.causal_bottom_right || draw_in(0, 1) == 1) ? Causal::top_left
                                                                                           : Causal::bottom_right;
   if (features.window && (caps.window_top_left || caps.window_bottom_right) &&

@@ -177,6 +177,13 @@ KERNELS = [
      OPENVINO_FAILS, {"ci": False}),
     ("openvino-kvcache-f32", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --path kvcache --precision f32",
      OPENVINO_FAILS, {"ci": False}),
+    # PagedAttentionExtension (--path paged): always causal bottom-right,
+    # pages of 32 rows only (causal_only, page_sizes), no masks. A row
+    # whose logits are all -Inf because of an infinite query outputs 0
+    # (NANPROP, finding 26); PERMQ and PERMKV need problems without causal
+    # masking, which it declines (INCOMPLETE, listed as CLAUSE?).
+    ("openvino-paged-f32", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --path paged --precision f32",
+     ["NANPROP", "PERMKV?", "PERMQ?"], {"ci": False}),
     # ONNX Runtime 1.30's MultiHeadAttention contrib operator (a float32
     # kernel on the CPU; float16 runs it between the Casts ORT inserts):
     # without masks or causal masking it runs MLAS's flash
@@ -218,7 +225,8 @@ KERNELS = [
     # for since 2026-12-07 (finding 32). Each new shape costs a jax.jit
     # compilation (0.5-1.8 s): a column takes 27-45 minutes here.
     # docs/findings/jax-0.10.2.md, findings 30 on. Not in CI (its time limit).
-    ("jax-float64", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float64", None, {"ci": False}),
+    ("jax-float64", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float64",
+     ["FULLMASK", "GRADMASK", "MASKNAN", "NANPROP", "WINDOW"], {"ci": False}),
     ("jax-float32", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float32",
      ["FULLMASK", "GRADMASK", "MASKNAN", "NANPROP", "WINDOW"], {"ci": False}),
     # bfloat16 also: the lse rounded to bfloat16 (LSE, SPLITKV, finding
@@ -282,7 +290,11 @@ def run_kernel(attnspec, name, argument, env, args):
         if not os.path.exists(report):
             return None, 0
         with open(report) as f:
-            return json.load(f), 0
+            kept = json.load(f)
+        # What the run cost: its clauses' seconds, summed (attnspec run
+        # spreads them over one worker per core, so the wall time is about
+        # this over the cores).
+        return kept, sum(r.get("seconds") or 0 for r in kept["results"])
     if os.path.exists(report):
         os.remove(report)
     command = [attnspec, "run", "--kernel", argument, "--profile", args.profile, "--seed", str(args.seed),
@@ -367,6 +379,7 @@ def main():
     print("findings: CPU kind %s" % kind)
     python = venv = None
     reports, surprises = [], []
+    total_seconds = 0.0
     for name, argument, expected, options in KERNELS:
         if args.only and name not in args.only:
             continue
@@ -398,7 +411,8 @@ def main():
         # An INCOMPLETE clause fails the run too; it is listed as CLAUSE?.
         failed = sorted([r["clause"] for r in report["results"] if r["status"] == "fail" and not r["informative"]] +
                         [r["clause"] + "?" for r in report["results"] if r["status"] == "incomplete"])
-        print("%d s, fails: %s" % (seconds, " ".join(failed) or "nothing"))
+        print("%d s%s, fails: %s" % (seconds, " of clauses" if args.reports else "", " ".join(failed) or "nothing"))
+        total_seconds += seconds
         if expected is not None and args.profile != "quick":
             expected = [c for c in expected if c not in options.get("quick_only", [])] + options.get("ci_only", [])
         if expected is not None:
@@ -413,6 +427,8 @@ def main():
         if args.markdown:
             with open(args.markdown, "w") as f:
                 f.write(table)
+    if args.reports and reports:
+        print("findings: the kept reports' clauses took %.1f h in all (summed over clauses)" % (total_seconds / 3600))
     for surprise in surprises:
         print("findings: UNEXPECTED: " + surprise)
     return 1 if surprises else 0

@@ -155,6 +155,65 @@ TEST(DrawStatistics, RestrictedKernelsGetProblemsWithinTheirRestrictions) {
   EXPECT_GE(kernel.windows, 100);
 }
 
+// A kernel that always masks causally, bottom-right, and takes pages of
+// 32 rows only (OpenVINO's PagedAttentionExtension on the CPU plugin):
+// every problem drawn for it is causal, every page 32 rows; a clause whose
+// law needs problems without causal masking gets only declines, so it
+// cannot PASS.
+class CausalOnlyPagedKernel final : public WrappedKernel {
+ public:
+  CausalOnlyPagedKernel() : WrappedKernel(make_kernel("online-f32")) {}
+  Capabilities capabilities() const override {
+    Capabilities caps = WrappedKernel::capabilities();
+    caps.causal_top_left = false;
+    caps.causal_only = caps.kv_len_at_least_q_len = true;
+    caps.page_sizes = {32};
+    return caps;
+  }
+  KernelResult run(const Problem& p) override {
+    check(p);
+    return WrappedKernel::run(p);
+  }
+  KernelResult run_kv_cache(const KvCacheBatch& batch) override {
+    check(batch.shared);
+    if (batch.paged()) page_sizes.insert(batch.page_size);
+    return WrappedKernel::run_kv_cache(batch);
+  }
+  int cases = 0, outside = 0, causal = 0;
+  std::set<int> page_sizes;
+
+ private:
+  void check(const Problem& p) {
+    ++cases;
+    causal += p.causal == Causal::bottom_right;
+    if (missing_capabilities(capabilities(), p).empty()) return;
+    ++outside;
+    throw KernelUnsupported("outside the restrictions");
+  }
+};
+
+TEST(DrawStatistics, CausalOnlyKernelsGetCausalProblemsAndTheirPageSizes) {
+  CausalOnlyPagedKernel kernel;
+  RunOptions options;
+  options.profile = find_profile("quick");
+  options.clauses = {"PREC", "ROWSUM", "PAGED"};
+  options.shrink = false;
+  const RunReport report = run_conformance(kernel, "causal-only", options);
+  for (const ClauseReport& r : report.results) EXPECT_EQ(r.outcome.status, Status::pass) << r.clause;
+  std::printf("  causal only: %d calls, %d causal, %d outside the restrictions, page sizes %zu\n", kernel.cases,
+              kernel.causal, kernel.outside, kernel.page_sizes.size());
+  EXPECT_GE(kernel.cases, 300);
+  EXPECT_EQ(kernel.causal, kernel.cases);
+  EXPECT_EQ(kernel.outside, 0);
+  EXPECT_EQ(kernel.page_sizes, std::set<int>{32});
+  // PERMKV permutes keys, which causal masking does not allow: declined,
+  // never a PASS.
+  options.clauses = {"PERMKV"};
+  const RunReport permuted = run_conformance(kernel, "causal-only", options);
+  EXPECT_NE(permuted.results.front().outcome.status, Status::pass);
+  EXPECT_GT(kernel.outside, 0);
+}
+
 // What the layout clauses draw (README and spec/SPEC.md section 7, VARLEN,
 // KVCACHE, PAGED): several sequences of different lengths, empty ones,
 // NaN padding, decode steps, new keys, every page size, shuffled pages,

@@ -120,6 +120,30 @@ TEST(ProcessProtocol, RestrictionsAreOptionalAndChecked) {
             std::string::npos);
 }
 
+TEST(ProcessProtocol, CausalOnlyAndPageSizesAreChecked) {
+  nlohmann::json reply = nlohmann::json::parse(kGoodHello);
+  reply["capabilities"]["causal"] = {"bottom_right"};
+  reply["capabilities"]["causal_only"] = true;
+  reply["capabilities"]["paged_kv_cache"] = true;
+  reply["capabilities"]["page_sizes"] = {32, 16};
+  const Capabilities caps = parse_hello_reply(reply.dump()).capabilities;
+  EXPECT_TRUE(caps.causal_only);
+  EXPECT_EQ(caps.page_sizes, (std::vector<int>{32, 16}));
+  EXPECT_NE(describe(caps).find("only:causal paged-kv-cache page-sizes:32,16"), std::string::npos) << describe(caps);
+  for (const char* bad : {"[]", "[0]", "[257]", "[32, 32]", "[1.5]", "32"}) {
+    reply["capabilities"]["page_sizes"] = nlohmann::json::parse(bad);
+    EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.page_sizes"), std::string::npos) << bad;
+  }
+  reply["capabilities"]["page_sizes"] = {32};
+  reply["capabilities"]["paged_kv_cache"] = false;
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("without paged_kv_cache"), std::string::npos);
+  reply["capabilities"]["paged_kv_cache"] = true;
+  reply["capabilities"]["causal"] = {"top_left", "bottom_right"};
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.causal_only"), std::string::npos);
+  reply["capabilities"].erase("causal");
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.causal_only"), std::string::npos);
+}
+
 TEST(ProcessProtocol, ParsesAndChecksRunReplies) {
   const RunReply declined = parse_run_reply(R"({"id": 3, "ok": false, "unsupported": true, "error": "too big"})");
   EXPECT_EQ(declined.id, 3u);

@@ -29,6 +29,15 @@ compiled model's runtime graph):
            are the last L positions). KV_CACHE_PRECISION is set to f32: the
            default, u8, quantizes the cached keys and values, a format
            attnspec has no name for.
+  paged    the op LLM serving runs, PagedAttentionExtension (experimental,
+           through openvino.op._PagedAttentionExtension; paged_attention.py),
+           runtime layer PagedAttention: paged KV caches of 32-row pages
+           only, always causal bottom-right, the new keys the queries' own,
+           so it declares causal_only, page_sizes [32] and
+           kv_len_at_least_q_len; dense cases go through it with their
+           first S - L keys in a cache of pages in order. No masks,
+           windows, ALiBi or sinks here (the op has inputs for the last
+           three; not mapped).
 
 Glue (the only places the adapter does arithmetic-free work the op does not
 do itself): the op ignores its mask when causal is set, so with a mask the
@@ -119,6 +128,21 @@ class Compiled:
         return self.ov.Model([ops.result(node)], assigns, params)
 
 
+class CompiledPaged:
+    """Compiled PagedAttentionExtension models by heads and head sizes."""
+
+    def __init__(self, ov, args):
+        self.ov, self.args, self.models = ov, args, {}
+
+    def get(self, key):
+        if key not in self.models:
+            import paged_attention
+            start = time.time()
+            self.models[key] = paged_attention.build(self.ov, *key, precision=HINTS[self.args.precision])
+            print("openvino_adapter: compiled paged %s in %.3f s" % (key, time.time() - start), file=sys.stderr)
+        return self.models[key]
+
+
 def effective_precision(ov, args):
     """What the plugin makes of the hint on this CPU: the compiled model's
     INFERENCE_PRECISION_HINT (a tiny model, compiled once)."""
@@ -138,6 +162,13 @@ def hello(ov, args, runs_in):
     # the products in f32: not measured here).
     formats = {"input": runs_in, "accumulate": "float32", "output": runs_in}
     kvcache = args.path == "kvcache"
+    if args.path == "paged":
+        capabilities = {"causal": ["bottom_right"], "causal_only": True, "kv_len_at_least_q_len": True, "gqa": True,
+                        "scale": True, "dv_ne_dk": True, "lse": False, "paged_kv_cache": True, "page_sizes": [32],
+                        "backward": False}
+        return {"protocol": 1, "name": "openvino-%s-paged-%s-hint-runs-%s" % (ov.get_version().split("-")[0],
+                                                                             args.precision, runs_in),
+                "formats": formats, "capabilities": capabilities}
     capabilities = {"masks": ["bool", "additive"],
                     "causal": ["bottom_right"] if kvcache else ["top_left"],
                     # plain: K/V broadcast over a 5D batch; kvcache: the node reads kv head h / (Hq / Hkv).
@@ -159,7 +190,46 @@ def visible(np, case):
     return np.arange(S)[None, :] <= np.arange(L)[:, None] + offset
 
 
+def run_paged_case(np, compiled, directory, kind):
+    """--path paged: a dense case or a paged KV cache (SPEC 2.5) through
+    PagedAttentionExtension; anything it cannot express is declined."""
+    import paged_attention
+    with open(os.path.join(directory, "case.json")) as f:
+        case = json.load(f)
+    decline = lambda why: {"ok": False, "unsupported": True, "error": why}
+    if kind not in ("dense", "kv_cache"):
+        return decline("PagedAttentionExtension takes no %s cases (not declared)" % kind)
+    if case["causal"] != "bottom_right":
+        return decline("PagedAttentionExtension always masks causally, bottom-right")
+    if case.get("mask") or case.get("window") or case.get("alibi") or case.get("sinks") or case.get("softcap") \
+            or case.get("descales"):
+        return decline("masks, windows, ALiBi, sinks, softcaps and descales are not mapped on this path")
+    load = lambda name: np.ascontiguousarray(np.load(os.path.join(directory, name + ".npy")).astype(np.float32))
+    Hq, Hkv, L, d_k, d_v = case["q_heads"], case["kv_heads"], case["q_len"], case["d_k"], case["d_v"]
+    scale = case["scale"] if case["scale"] is not None else 1 / np.sqrt(d_k)
+    model = compiled.get((Hq, Hkv, d_k, d_v))
+    if kind == "dense":
+        if case["kv_len"] < L:
+            return decline("PagedAttentionExtension's keys include the queries' own: kv_len >= q_len")
+        out = paged_attention.run_dense(model, load("q"), load("k"), load("v"), scale)
+    else:
+        if case["page_size"] != paged_attention.BLOCK:
+            return decline("the CPU plugin takes pages of %d rows only, not %s" % (paged_attention.BLOCK, case["page_size"]))
+        if case["new_len"] != L:
+            return decline("PagedAttentionExtension's new keys are its queries' own: new_len = q_len")
+        # attnspec's pool is [pages, page_size, Hkv, d], the op's [pages, Hkv, page_size, d].
+        pool = lambda name: np.ascontiguousarray(load(name).transpose(0, 2, 1, 3))
+        past = case["cache_seqlens"]
+        blocks = [case["block_table"][b][:paged_attention.blocks_for(past[b] + L)] for b in range(case["batch"])]
+        out = paged_attention.run(model, load("q"), load("k_new"), load("v_new"), pool("k_cache"), pool("v_cache"),
+                                  past, blocks, scale)
+    np.save(os.path.join(directory, "out.npy"), np.ascontiguousarray(out, dtype=np.float32))
+    return {"ok": True}
+
+
 def run_case(np, compiled, directory, args, kind):
+    if args.path == "paged":
+        return run_paged_case(np, compiled, directory, kind)
     if kind != "dense":
         return {"ok": False, "unsupported": True, "error": "OpenVINO's SDPA takes no %s cases (not declared)" % kind}
     with open(os.path.join(directory, "case.json")) as f:
@@ -220,7 +290,7 @@ def run_case(np, compiled, directory, args, kind):
 def main():
     parser = argparse.ArgumentParser(description="attnspec-process/1 adapter for OpenVINO's ScaledDotProductAttention")
     parser.add_argument("--precision", default="f32", choices=sorted(HINTS))
-    parser.add_argument("--path", default="plain", choices=("plain", "kvcache"))
+    parser.add_argument("--path", default="plain", choices=("plain", "kvcache", "paged"))
     args = parser.parse_args()
     try:
         import numpy as np
@@ -231,7 +301,8 @@ def main():
     runs_in = effective_precision(ov, args)
     print("openvino_adapter: OpenVINO %s, hint %s, compiled models run in %s" % (ov.get_version(), args.precision,
                                                                              runs_in), file=sys.stderr)
-    compiled = Compiled(ov, args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # paged_attention.py beside it
+    compiled = CompiledPaged(ov, args) if args.path == "paged" else Compiled(ov, args)
     for line in sys.stdin:
         request = json.loads(line)
         if request["op"] == "bye":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A probe, not an adapter: does OpenVINO's PagedAttentionExtension (the op
 its LLM serving path runs) answer through the Python API on the CPU, and
-with which page sizes and alignments? docs/findings/openvino-2026.4.1.md
-says why attnspec does not judge it yet; this is the measurement behind it.
+with which page sizes and alignments? The measurement behind the
+openvino-paged column's capabilities (causal only, pages of 32;
+docs/findings/openvino-2026.4.1.md); the model is paged_attention.py's.
 
     .venv/bin/python adapters/openvino/paged_probe.py
 
@@ -15,29 +16,8 @@ import sys
 
 import numpy as np
 import openvino as ov
-import openvino.opset13 as ops
-from openvino.op import _PagedAttentionExtension
 
-
-def build(core, hq, hkv, d):
-    """The op's 28 inputs in 2026.4.1's order (src/core/src/op/paged_attention.cpp,
-    validate_and_infer_types); the optional features get empty constants."""
-    p = lambda shape, dtype, name: ops.parameter(ov.PartialShape(shape), dtype, name=name)
-    tensors = [p([-1, hq * d], np.float32, "q"), p([-1, hkv * d], np.float32, "k"), p([-1, hkv * d], np.float32, "v"),
-               p([-1, hkv, -1, d], np.float32, "key_cache"), p([-1, hkv, -1, d], np.float32, "value_cache")]
-    ints = [p([-1], np.int32, n) for n in ("past_lens", "subsequence_begins", "block_indices", "block_indices_begins")]
-    scale, max_context_len = p([], np.float32, "scale"), p([], np.int32, "max_context_len")
-    empty_i, empty_f, zero = (lambda: ops.constant(np.zeros([0], np.int32)), lambda: ops.constant(np.zeros([0], np.float32)),
-                              lambda: ops.constant(np.int32(0)))
-    rest = [zero(), empty_i(), empty_i(), empty_f(), empty_f(), zero(), zero(), empty_f(), zero(), empty_i(), empty_i(),
-            empty_i(), empty_i(), ops.constant(np.zeros([0], np.uint8)), empty_i()]
-    inputs = tensors + ints + [scale, zero(), empty_f(), max_context_len] + rest  # sliding_window 0, no ALiBi
-    node = _PagedAttentionExtension([x.output(0) for x in inputs])
-    info = node.get_rt_info()  # the CPU node refuses to build without these (nodes/paged_attn.cpp)
-    info["k_head_size"], info["num_k_heads"], info["v_head_size"], info["num_v_heads"] = d, hkv, d, hkv
-    model = ov.Model([node.output(0)], tensors + ints + [scale, max_context_len])
-    # The default KV cache precision, u8, would quantize the cache.
-    return core.compile_model(model, "CPU", {"KV_CACHE_PRECISION": "f32", "INFERENCE_PRECISION_HINT": "f32"})
+import paged_attention
 
 
 def softmax_pv(s, v):
@@ -46,10 +26,9 @@ def softmax_pv(s, v):
 
 
 def main():
-    core = ov.Core()
     hq, hkv, d, past, new = 2, 1, 4, 5, 2
     total = past + new
-    compiled = build(core, hq, hkv, d)
+    compiled = paged_attention.build(ov, hq, hkv, d, d)
     kinds = {o.get_rt_info()["layerType"].astype(str) for o in compiled.get_runtime_model().get_ordered_ops()}
     print("OpenVINO %s; runtime layers: %s" % (ov.get_version(), ", ".join(sorted(kinds))))
     rng = np.random.default_rng(0)
@@ -69,7 +48,8 @@ def main():
                 "v": v[:, past:].transpose(1, 0, 2).reshape(new, -1), "key_cache": caches[0], "value_cache": caches[1],
                 "past_lens": np.array([past], np.int32), "subsequence_begins": np.array([0, new], np.int32),
                 "block_indices": order[:pages].astype(np.int32), "block_indices_begins": np.array([0, pages], np.int32),
-                "scale": np.float32(1 / np.sqrt(d)), "max_context_len": np.int32(total)}
+                "scale": np.float32(1 / np.sqrt(d)), "max_context_len": np.int32(total),
+                "score_aggregation_window": np.zeros(1, np.int32)}
         try:
             out = compiled.create_infer_request().infer(feed)[0].reshape(new, hq, d).transpose(1, 0, 2)
             print("page size %3d: error %.3g against bottom-right causal, %.3g against no mask" %

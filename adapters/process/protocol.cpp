@@ -18,10 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 20> kCapabilityKeys = {
+constexpr std::array<std::string_view, 22> kCapabilityKeys = {
     "masks",   "causal",  "window",   "alibi", "sinks", "descales", "gqa", "scale", "softcap", "dv_ne_dk", "lse",
-    "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "varlen", "kv_cache", "paged_kv_cache",
-    "merge_partials", "max_elements", "backward"};
+    "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "causal_only", "varlen", "kv_cache",
+    "paged_kv_cache", "page_sizes", "merge_partials", "max_elements", "backward"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
 
@@ -98,7 +98,8 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
          a.fully_masked_rows == b.fully_masked_rows && a.kv_len_at_least_q_len == b.kv_len_at_least_q_len &&
          a.causal_windows_only == b.causal_windows_only && a.varlen == b.varlen && a.kv_cache == b.kv_cache &&
-         a.paged_kv_cache == b.paged_kv_cache && a.merge_partials == b.merge_partials && a.backward == b.backward &&
+         a.causal_only == b.causal_only && a.paged_kv_cache == b.paged_kv_cache && a.page_sizes == b.page_sizes &&
+         a.merge_partials == b.merge_partials && a.backward == b.backward &&
          formats.weights == other.formats.weights && formats.weights_scale == other.formats.weights_scale &&
          formats.gradient_storage == other.formats.gradient_storage &&
          a.max_elements == b.max_elements;
@@ -179,11 +180,31 @@ AdapterInfo parse_hello_reply(std::string_view line) {
   c.causal_windows_only = get_bool(caps, "causal_windows_only", "capabilities.");
   if (c.causal_windows_only && !c.window_top_left && !c.window_bottom_right)
     fail("capabilities.causal_windows_only", "true without any window alignment in capabilities.window");
+  c.causal_only = get_bool(caps, "causal_only", "capabilities.");
+  if (c.causal_only && !c.causal_top_left && !c.causal_bottom_right)
+    fail("capabilities.causal_only", "true without any causal alignment in capabilities.causal");
+  if (c.causal_only && c.causal_top_left && c.causal_bottom_right)
+    fail("capabilities.causal_only", "true with both causal alignments: a kernel that always masks causally has one");
   // The layouts of SPEC 2.5 and the merge operator of 6.10, sent as
   // attnspec-packed/1 directories.
   c.varlen = get_bool(caps, "varlen", "capabilities.");
   c.kv_cache = get_bool(caps, "kv_cache", "capabilities.");
   c.paged_kv_cache = get_bool(caps, "paged_kv_cache", "capabilities.");
+  if (caps.contains("page_sizes")) {
+    const json& sizes = caps["page_sizes"];
+    const auto fail_sizes = [&] {
+      fail("capabilities.page_sizes",
+           "expected a non-empty list of distinct page sizes, integers from 1 to 256 (PAGED's range), got " + shown(sizes));
+    };
+    if (!sizes.is_array() || sizes.empty()) fail_sizes();
+    for (const json& size : sizes) {
+      if (!size.is_number_integer() || size.get<long long>() < 1 || size.get<long long>() > 256) fail_sizes();
+      const int value = static_cast<int>(size.get<long long>());
+      if (std::find(c.page_sizes.begin(), c.page_sizes.end(), value) != c.page_sizes.end()) fail_sizes();
+      c.page_sizes.push_back(value);
+    }
+    if (!c.paged_kv_cache) fail("capabilities.page_sizes", "given without paged_kv_cache: true");
+  }
   if (caps.contains("merge_partials")) {
     const json& value = caps["merge_partials"];
     const auto format = value.is_string() ? parse_format(value.get<std::string>()) : std::nullopt;

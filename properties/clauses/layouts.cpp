@@ -177,7 +177,10 @@ ClauseOutcome check_paged(PropertyContext& context) {
     const bool decode = draw_in(0, 1) == 1;
     p = draw_problem(context.kernel, context.profile, layout_features(), layout_shape(sequences, decode));
     recipe = draw_cache_recipe(p, context.kernel.capabilities());
-    recipe.cache.page_size = kPageSizes[static_cast<std::size_t>(draw_in(0, static_cast<int>(kPageSizes.size()) - 1))];
+    const auto size_roll = static_cast<std::size_t>(draw_in(0, static_cast<int>(kPageSizes.size()) - 1));
+    // A kernel that takes some page sizes only gets those, from the same roll.
+    const std::vector<int>& allowed = context.kernel.capabilities().page_sizes;
+    recipe.cache.page_size = allowed.empty() ? kPageSizes[size_roll] : allowed[size_roll % allowed.size()];
     recipe.cache.spare_pages = draw_in(0, 3);
     // The pool's pages in an order drawn as one roll (0: in order), so that
     // the number of draws does not depend on the pool's size.

@@ -67,6 +67,10 @@ ClauseOutcome check_var(PropertyContext& context) {
     p.q = draw(static_cast<std::size_t>(samples) * d_k);
     p.k = draw(static_cast<std::size_t>(samples) * 2 * d_k);
     p.v.assign(static_cast<std::size_t>(samples) * 2 * d_k, 0.0);  // rows e_0 and e_1
+    // A kernel that always masks causally, bottom-right, computes the same
+    // function: its one query sees both keys.
+    const Capabilities caps = context.kernel.capabilities();
+    if (caps.causal_only && caps.causal_bottom_right) p.causal = Causal::bottom_right;
     for (int h = 0; h < samples; ++h) {
       p.v[(static_cast<std::size_t>(h) * 2) * d_k + 0] = 1.0;
       p.v[(static_cast<std::size_t>(h) * 2 + 1) * d_k + 1] = 1.0;
@@ -82,8 +86,10 @@ ClauseOutcome check_var(PropertyContext& context) {
     std::string failure = outside("raw logits q.k", d_k, moments(raw), d_k);
     if (failure.empty()) failure = outside("scaled logits", d_k, moments(scaled), 1.0);
     // The kernel: log(w_1 / w_0) = x_1 - x_0, variance 2.
-    if (const auto missing = missing_capabilities(context.kernel.capabilities(), p); !missing.empty()) {
-      outcome.status = Status::skip;
+    if (const auto missing = missing_capabilities(caps, p); !missing.empty()) {
+      // A restriction the kernel declares is not a capability it lacks: not
+      // judged, never a SKIP (spec/SPEC.md section 7.2).
+      outcome.status = caps.causal_only ? Status::incomplete : Status::skip;
       outcome.reason = "the statistical problem does not fit the kernel: " + missing.front();
       return outcome;
     }
