@@ -9,6 +9,7 @@
 
 #include "adapters/online/online_kernel.hpp"
 #include "adapters/registry.hpp"
+#include "adapters/wrapped_kernel.hpp"
 #include "cases/io/case_dir.hpp"
 #include "properties/harness.hpp"
 #include "properties/runner.hpp"
@@ -64,6 +65,33 @@ TEST(Runner, ShardsSplitTheClauses) {
     total += run_conformance(*kernel, "online-bf16", options).results.size();
   }
   EXPECT_EQ(total, 5u);
+}
+
+// A kernel wrong on two golden cases only (causal top-left rows and
+// softcapped logits, each output off by 1): GOLDEN judges every case and
+// names both, so the first failure cannot hide the second.
+class WrongOnTwoGoldenCases final : public WrappedKernel {
+ public:
+  WrongOnTwoGoldenCases() : WrappedKernel(make_kernel("online-f32")) {}
+  KernelResult run(const Problem& p) override {
+    KernelResult r = WrappedKernel::run(p);
+    if (p.causal == Causal::top_left || p.softcap)
+      for (double& x : r.out) x += 1;
+    return r;
+  }
+};
+
+TEST(Runner, GoldenJudgesEveryCaseAndNamesEveryFailure) {
+  WrongOnTwoGoldenCases kernel;
+  RunOptions options;
+  options.clauses = {"GOLDEN"};
+  options.shrink = false;
+  const ClauseReport r = run_conformance(kernel, "wrong-on-two", options).results.front();
+  EXPECT_EQ(r.outcome.status, Status::fail);
+  EXPECT_NE(r.outcome.reason.find("2 of "), std::string::npos) << r.outcome.reason;
+  EXPECT_NE(r.outcome.reason.find("(causal_top_left, softcap)"), std::string::npos) << r.outcome.reason;
+  EXPECT_NE(r.outcome.reason.find("first: causal_top_left: "), std::string::npos) << r.outcome.reason;
+  EXPECT_GE(r.outcome.cases, 10);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // within the precision model's bound of their certified results.
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "cases/io/case_dir.hpp"
 #include "cases/io/printable.hpp"
@@ -50,7 +52,8 @@ ClauseOutcome check_golden(PropertyContext& context) {
   const double u_out = output_unit(context.kernel);
   ErrorStats stats;
   int skipped = 0, declined = 0, faulted = 0;
-  std::string first_fault;
+  std::vector<std::string> failing;
+  std::string first_fault, first_failure;
   std::optional<Problem> first_faulted;
   for (const fs::path& path : cases) {
     const Case c = load_case(path);
@@ -75,12 +78,28 @@ ClauseOutcome check_golden(PropertyContext& context) {
       failure = std::string("exception: ") + printable(e.what(), 2000);
     }
     ++outcome.cases;
+    // Every case is judged, so a known failure of one case (a fully masked
+    // row, say) cannot hide a new failure of another: the reason names
+    // them all, the first in full, and the first is the counterexample.
     if (!failure.empty()) {
-      outcome.status = Status::fail;
-      outcome.reason = path.filename().string() + ": " + failure;
-      outcome.counterexample = c.problem;
-      break;
+      if (failing.empty()) {
+        first_failure = path.filename().string() + ": " + failure;
+        outcome.counterexample = c.problem;
+      }
+      failing.push_back(path.filename().string());
     }
+  }
+  if (!failing.empty()) {
+    outcome.status = Status::fail;
+    std::string names;
+    for (const std::string& name : failing) {
+      if (!names.empty()) names += ", ";
+      names += name;
+    }
+    outcome.reason = std::to_string(failing.size()) + " of " + std::to_string(outcome.cases) +
+                     " judged golden case(s) fail (" + names + "); first: " + first_failure;
+    if (faulted > 0) outcome.reason += "; " + std::to_string(faulted) + " lost to kernel faults (first: " + first_fault + ")";
+    if (skipped > 0) outcome.reason += "; " + std::to_string(skipped) + " skipped (capabilities or input format)";
   }
   if (stats.max_error_u >= 0) {
     outcome.max_error_u = stats.max_error_u;
