@@ -3,6 +3,7 @@
 // counterexample is saved as a small case directory, and that case fails
 // on its own against the certified reference, as `attnspec check` does it.
 #include <gtest/gtest.h>
+#include <gtest/gtest-spi.h>
 
 #include <filesystem>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "adapters/registry.hpp"
 #include "adapters/wrapped_kernel.hpp"
 #include "cases/io/case_dir.hpp"
+#include "properties/gtest_suite.hpp"
 #include "properties/harness.hpp"
 #include "properties/runner.hpp"
 
@@ -92,6 +94,42 @@ TEST(Runner, GoldenJudgesEveryCaseAndNamesEveryFailure) {
   EXPECT_NE(r.outcome.reason.find("(causal_top_left, softcap)"), std::string::npos) << r.outcome.reason;
   EXPECT_NE(r.outcome.reason.find("first: causal_top_left: "), std::string::npos) << r.outcome.reason;
   EXPECT_GE(r.outcome.cases, 10);
+}
+
+// A kernel whose reduction order changes between calls: every other call
+// moves its first output by one ulp. DETERM must be able to fail it inside
+// a user's gtest binary (ATTNSPEC_CONFORMANCE_SUITE), not only print it.
+class OneUlpEveryOtherCall final : public WrappedKernel {
+ public:
+  OneUlpEveryOtherCall() : WrappedKernel(make_kernel("online-f32")) {}
+  KernelResult run(const Problem& p) override {
+    KernelResult r = WrappedKernel::run(p);
+    if (calls_++ % 2 == 1 && !r.out.empty())
+      r.out[0] = static_cast<float>(std::nextafter(static_cast<float>(r.out[0]), INFINITY));
+    return r;
+  }
+
+ private:
+  int calls_ = 0;
+};
+
+void run_determ_in_gtest_suite() {
+  testing::ClauseTest test([] { return std::make_unique<OneUlpEveryOtherCall>(); }, "DETERM");
+  test.TestBody();
+}
+
+TEST(GtestSuite, DetermFailsUnderStrictDeterminism) {
+  setenv("ATTNSPEC_STRICT_DETERMINISM", "1", 1);
+  EXPECT_NONFATAL_FAILURE(run_determ_in_gtest_suite(), "DETERM");
+  unsetenv("ATTNSPEC_STRICT_DETERMINISM");
+}
+
+TEST(GtestSuite, DetermIsInformativeByDefault) {
+  unsetenv("ATTNSPEC_STRICT_DETERMINISM");
+  ::testing::internal::CaptureStdout();
+  run_determ_in_gtest_suite();  // no failure recorded: this test would fail otherwise
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(printed.find("[ informative ] DIFF  DETERM"), std::string::npos) << printed;
 }
 
 }  // namespace
