@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "adapters/registry.hpp"
 #include "properties/runner.hpp"
@@ -119,6 +122,16 @@ TEST(DrawStatistics, CiProfileAddsLongRows) {
   EXPECT_GE(s.long_queries, 60);
 }
 
+// The quick profile on a few clauses, without shrinking: what the draws
+// are, not the counterexamples, is what these tests look at.
+RunOptions quick_unshrunk(std::vector<std::string> clauses) {
+  RunOptions options;
+  options.profile = find_profile("quick");
+  options.clauses = std::move(clauses);
+  options.shrink = false;
+  return options;
+}
+
 // A kernel with both restrictions (ONNX Runtime's GroupQueryAttention):
 // every problem of every clause that draws has S >= L and windows of right
 // side 0, and the tile space is still reached (lengths swapped, not cut).
@@ -142,10 +155,7 @@ class RestrictedKernel final : public WrappedKernel {
 
 TEST(DrawStatistics, RestrictedKernelsGetProblemsWithinTheirRestrictions) {
   RestrictedKernel kernel;
-  RunOptions options;
-  options.profile = find_profile("quick");
-  options.clauses = {"PREC", "WINDOW", "LINV", "CAUSAL", "SINK"};
-  options.shrink = false;
+  RunOptions options = quick_unshrunk({"PREC", "WINDOW", "LINV", "CAUSAL", "SINK"});
   run_conformance(kernel, "restricted", options);
   std::printf("  restricted: %d calls, %d outside the restrictions, L >= 65 in %d, windows in %d\n", kernel.cases,
               kernel.outside, kernel.long_queries, kernel.windows);
@@ -194,10 +204,7 @@ class CausalOnlyPagedKernel final : public WrappedKernel {
 
 TEST(DrawStatistics, CausalOnlyKernelsGetCausalProblemsAndTheirPageSizes) {
   CausalOnlyPagedKernel kernel;
-  RunOptions options;
-  options.profile = find_profile("quick");
-  options.clauses = {"PREC", "ROWSUM", "PAGED"};
-  options.shrink = false;
+  RunOptions options = quick_unshrunk({"PREC", "ROWSUM", "PAGED"});
   const RunReport report = run_conformance(kernel, "causal-only", options);
   for (const ClauseReport& r : report.results) EXPECT_EQ(r.outcome.status, Status::pass) << r.clause;
   std::printf("  causal only: %d calls, %d causal, %d outside the restrictions, page sizes %zu\n", kernel.cases,
@@ -252,10 +259,7 @@ class LayoutRecordingKernel final : public WrappedKernel {
 
 TEST(DrawStatistics, LayoutClausesDrawWhatTheyClaim) {
   LayoutRecordingKernel kernel;
-  RunOptions options;
-  options.profile = find_profile("quick");
-  options.clauses = {"VARLEN", "KVCACHE", "PAGED"};
-  options.shrink = false;
+  RunOptions options = quick_unshrunk({"VARLEN", "KVCACHE", "PAGED"});
   const RunReport report = run_conformance(kernel, "layouts", options);
   for (const ClauseReport& r : report.results) EXPECT_EQ(r.outcome.status, Status::pass) << r.clause;
   std::printf("  layouts: %d varlen batches (%d of uneven lengths, %d padded), %d empty sequences, %d caches (%d decode, "
@@ -290,10 +294,7 @@ class LseRecordingKernel final : public WrappedKernel {
 
 TEST(DrawStatistics, SplitKvDrawsSplitsWithEmptyParts) {
   LseRecordingKernel kernel;
-  RunOptions options;
-  options.profile = find_profile("quick");
-  options.clauses = {"SPLITKV"};
-  options.shrink = false;
+  RunOptions options = quick_unshrunk({"SPLITKV"});
   const RunReport report = run_conformance(kernel, "splits", options);
   EXPECT_EQ(report.results.front().outcome.status, Status::pass);
   std::printf("  SPLITKV: %d kernel calls for 100 cases, %d with a row that sees no key\n", kernel.calls, kernel.empty_rows);

@@ -55,6 +55,7 @@ ClauseOutcome check_var(PropertyContext& context) {
   std::normal_distribution<double> normal(0.0, 1.0);
   ClauseOutcome outcome;
   const int samples = context.profile.long_sequences ? 4096 : 1024;
+  const Capabilities caps = context.kernel.capabilities();
   for (const int d_k : {16, 64, 256}) {
     // One query and two keys per head, so the samples are independent.
     Problem p;
@@ -69,7 +70,6 @@ ClauseOutcome check_var(PropertyContext& context) {
     p.v.assign(static_cast<std::size_t>(samples) * 2 * d_k, 0.0);  // rows e_0 and e_1
     // A kernel that always masks causally, bottom-right, computes the same
     // function: its one query sees both keys.
-    const Capabilities caps = context.kernel.capabilities();
     if (caps.causal_only && caps.causal_bottom_right) p.causal = Causal::bottom_right;
     for (int h = 0; h < samples; ++h) {
       p.v[(static_cast<std::size_t>(h) * 2) * d_k + 0] = 1.0;
