@@ -65,6 +65,19 @@ std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
 }
 
 // Options shared by every kernel of the run, checked before anything runs.
+// After a failed run: where the adapter's stderr was kept, or that it
+// wrote none (the kernel then removes its empty log).
+void say_where_the_log_is(const Kernel& kernel) {
+  const auto log = kernel.log_file();
+  if (!log) return;
+  std::error_code error;
+  const auto size = std::filesystem::file_size(*log, error);
+  if (!error && size > 0)
+    std::cout << "  adapter stderr kept: " << log->string() << "\n";
+  else if (!error)
+    std::cout << "  adapter stderr: empty (nothing kept)\n";
+}
+
 RunOptions parse_options(const RunArgs& args) {
   RunOptions options;
   options.profile = find_profile(args.profile);
@@ -135,8 +148,7 @@ int run(const RunArgs& args) {
     const bool failed = serve_clause_queue(kernel, selected.front().name, entry ? platform_of(*entry) : KernelPlatform{},
                                            options, args.clauses, args.worker);
     kernel.end_run(failed);
-    if (const auto log = kernel.log_file(); log && failed && std::filesystem::exists(*log))
-      std::cout << "  adapter stderr kept: " << log->string() << "\n";
+    if (failed) say_where_the_log_is(kernel);
     return failed ? kExitFailed : 0;
   }
   for (const Selected& s : selected)
@@ -175,9 +187,9 @@ int run(const RunArgs& args) {
       std::cout << "  " << jobs << " processes (--jobs): clause lines in the order they finish\n";
     if (const auto log = kernel.log_file()) {
       if (jobs > 1)
-        std::cout << "  adapter stderr: " << log->string() << " and one file per worker's adapter (kept and named if the run fails)\n";
+        std::cout << "  adapter stderr: " << log->string() << " and one file per worker's adapter (each kept and named if the run fails and it is not empty)\n";
       else
-        std::cout << "  adapter stderr: " << log->string() << " (removed at the end unless the run fails)\n";
+        std::cout << "  adapter stderr: " << log->string() << " (kept only if the run fails and it is not empty)\n";
     }
     if (kernel.capabilities().max_elements < kMaxTensorElements)
       std::cout << "  declared: at most " << kernel.capabilities().max_elements
@@ -202,8 +214,7 @@ int run(const RunArgs& args) {
       if (r.outcome.status == Status::incomplete) ++incomplete;
     }
     kernel.end_run(reports.back().failed());
-    if (const auto log = kernel.log_file(); log && reports.back().failed() && std::filesystem::exists(*log))
-      std::cout << "  adapter stderr kept: " << log->string() << "\n";
+    if (reports.back().failed()) say_where_the_log_is(kernel);
   }
   if (selected.size() > 1) std::cout << "\nConformance matrix (" << options.profile->name << " profile, seed " << args.seed
                                      << "; each cell: the largest error / bound over the clause's checks; N/A: the\n"

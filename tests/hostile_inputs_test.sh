@@ -127,6 +127,10 @@ check "4: the failed run keeps its log" test -f "$log"
 check "4: at most head + tail + a line" test "$(stat -c %s "$log" 2>/dev/null || echo 0)" -lt 2200000
 check "4: saying how much was left out" grep -q "bytes of the adapter's stderr left out here" "$log"
 rm -rf "${TMPDIR:?}"/*
+check "4: a silent adapter whose run fails" run 1 run --kernel "$faulty --fault error" --clause SCALE --no-shrink \
+  --save-failures "$work/f4-silent"
+check "4: says its stderr was empty" says "adapter stderr: empty (nothing kept)"
+check "4: and leaves no empty log behind" tmp_empty
 
 # 5. Binary garbage for an answer fails the case, not the run.
 check "5: binary garbage" run 1 run --kernel "$faulty --fault binary" --clause SCALE --clause ROWSUM --no-shrink \

@@ -73,9 +73,11 @@ class ProcessKernel final : public Kernel {
   ~ProcessKernel() override {
     stop();
     log_.reset();
-    // The log stays only where a run failed (end_run), or where no run
-    // said how it ended and the adapter wrote something.
-    const bool keep = run_failed_.value_or(bytes_logged_ > 0);
+    // The log stays only where the adapter wrote something and a run
+    // failed (end_run) or no run said how it ended: an empty log is no
+    // evidence, and one left per failed run would litter the temporary
+    // directory.
+    const bool keep = bytes_logged_ > 0 && run_failed_.value_or(true);
     remove_files(keep);
   }
 
