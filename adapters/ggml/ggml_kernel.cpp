@@ -3,6 +3,8 @@
 // with dlopen, with the glue described in ggml_kernel.hpp.
 #include "adapters/ggml/ggml_kernel.hpp"
 
+#include "adapters/ggml/alibi_slopes.hpp"
+
 #include <dlfcn.h>
 #include <ggml-cpu.h>
 #include <ggml.h>
@@ -135,6 +137,12 @@ class GgmlKernel final : public Kernel {
     c.additive_mask = kv_ == KvType::f16;  // F16 mask values are exact only for F16 inputs' masks
     c.causal_top_left = c.causal_bottom_right = true;  // folded into the mask
     c.window_top_left = c.window_bottom_right = true;  // likewise
+    // ALiBi is mapped (max_bias, the distances in the mask: run() and
+    // alibi_slopes.hpp) but not declared: the generators draw slopes no
+    // ALiBi formula gives in half their draws, and ggml's F16 mask cannot
+    // hold their biases exactly, so the kernel would decline 21% of
+    // ALIBI's cases (INCOMPLETE). tests/ggml_glue_test.cpp checks the
+    // mapping on the paper's slopes.
     // ggml_flash_attn_ext_add_sinks exists, but its sink step computes
     // expf(s - M) with M = -inf in a row with no visible key, which is
     // NaN for the spec's "no sink" of -inf (docs/findings/ggml-3.22.1.md, finding 17): declared
@@ -157,7 +165,10 @@ class GgmlKernel final : public Kernel {
                Hkv = static_cast<std::int64_t>(d.kv_heads), L = static_cast<std::int64_t>(d.q_len),
                S = static_cast<std::int64_t>(d.kv_len), Dk = static_cast<std::int64_t>(d.d_k),
                Dv = static_cast<std::int64_t>(d.d_v);
-    const bool masked = !p.every_key_visible();
+    // ALiBi's max_bias (declined here, before anything is allocated, where
+    // ggml cannot take the slopes); its distances go into the mask.
+    const GgmlAlibi alibi = plan_ggml_alibi(p.alibi, d.batch, d.q_heads);
+    const bool masked = !p.every_key_visible() || p.alibi.has_value();
     const std::size_t kv_size = kv_ == KvType::f16 ? 2 : 4;
     const std::size_t data_bytes = static_cast<std::size_t>(B * Hq * L * Dk) * 4 +
                                    static_cast<std::size_t>(B * Hkv * S * (Dk + Dv)) * kv_size +
@@ -191,12 +202,14 @@ class GgmlKernel final : public Kernel {
     fill(lib, v, p.v);
 
     ggml_tensor* mask = nullptr;
-    // The visibility the mask is built from (the glue fault
-    // inverted_bool_mask reads a copy with the bool mask flipped).
-    Problem flipped;
+    // The visibility and ALiBi biases the mask is built from (the glue
+    // faults read a copy: inverted_bool_mask with the bool mask flipped,
+    // alibi_top_left with the ALiBi distances from the top-left diagonal).
+    Problem altered;
     const Problem& seen = fault_ == GgmlGlueFault::inverted_bool_mask && p.mask_kind == MaskKind::boolean
-                              ? (flipped = flipped_bool_mask(p))
-                              : p;
+                              ? (altered = flipped_bool_mask(p))
+                          : fault_ == GgmlGlueFault::alibi_top_left && p.alibi ? (altered = top_left_alibi(p))
+                                                                              : p;
     if (masked) {
       mask = lib.new_tensor_4d(ctx, GGML_TYPE_F16, S, L, Hq, B);
       auto* m = static_cast<ggml_fp16_t*>(mask->data);
@@ -211,17 +224,22 @@ class GgmlKernel final : public Kernel {
                 m[at] = blocked;
                 continue;
               }
-              const double value = p.mask_kind == MaskKind::additive ? p.mask_value(r, j) : 0.0;
-              m[at] = lib.fp32_to_fp16(static_cast<float>(value));
-              if (static_cast<double>(lib.fp16_to_fp32(m[at])) != value)
-                throw KernelUnsupported(name() + ": additive mask value " + std::to_string(value) +
+              // ggml adds its slope for the head times the mask value: the
+              // mask holds the additive mask's value plus the ALiBi bias,
+              // over the divisor (alibi_slopes.hpp).
+              const double bias = (p.mask_kind == MaskKind::additive ? p.mask_value(r, j) : 0.0) + seen.alibi_bias(r, j);
+              const double divisor = alibi.divisors[static_cast<std::size_t>(h)];
+              m[at] = lib.fp32_to_fp16(static_cast<float>(bias / divisor));
+              if (static_cast<double>(lib.fp16_to_fp32(m[at])) * divisor != bias)
+                throw KernelUnsupported(name() + ": mask value " + std::to_string(bias) +
+                                        (p.alibi ? " (with ALiBi) over " + std::to_string(divisor) : std::string()) +
                                         " is not a float16 number (ggml's mask is F16)");
             }
     }
 
     const double default_scale = 1.0 / std::sqrt(static_cast<double>(d.d_k));
     const double scale = p.scale && fault_ != GgmlGlueFault::dropped_scale ? *p.scale : default_scale;
-    ggml_tensor* out = lib.flash_attn_ext(ctx, q, k, v, mask, static_cast<float>(scale), 0.0f,
+    ggml_tensor* out = lib.flash_attn_ext(ctx, q, k, v, mask, static_cast<float>(scale), alibi.max_bias,
                                           p.softcap ? static_cast<float>(*p.softcap) : 0.0f);
     if (!p.sinks.empty()) {
       ggml_tensor* sinks = lib.new_tensor_4d(ctx, GGML_TYPE_F32, Hq, 1, 1, 1);
@@ -259,6 +277,12 @@ class GgmlKernel final : public Kernel {
       auto* data = static_cast<float*>(tensor->data);
       for (std::size_t i = 0; i < values.size(); ++i) data[i] = static_cast<float>(values[i]);
     }
+  }
+
+  static Problem top_left_alibi(const Problem& p) {
+    Problem realigned = p;
+    realigned.alibi->alignment = Alignment::top_left;
+    return realigned;
   }
 
   static Problem flipped_bool_mask(const Problem& p) {

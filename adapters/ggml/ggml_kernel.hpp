@@ -12,10 +12,12 @@
 //                          for F16 keys)
 //   k    [d_k, S, Hkv, B]  F16 or F32, the kernel's key/value type
 //   v    [d_v, S, Hkv, B]  likewise, not transposed
-//   mask [S, L, Hq or 1, B or 1]  F16 (the only type ggml takes): 0 for a
+//   mask [S, L, Hq, B]     F16 (the only type ggml takes): 0 for a
 //                          visible key, -inf for a blocked one (bool masks,
 //                          causal masking and windows folded in), and, for
-//                          the F16 kernels, the additive mask's values
+//                          the F16 kernels, the additive mask's values;
+//                          with ALiBi, the bias over ggml's slope for the
+//                          head, with max_bias as alibi_slopes.hpp says
 //   out  [d_v, Hq, L, B]   float32, read back permuted to [B, Hq, L, d_v]
 // with scale, logit_softcap and sinks (ggml_flash_attn_ext_add_sinks) as
 // ggml's own arguments; query head h reads kv head h / (Hq / Hkv) as in
@@ -41,6 +43,7 @@ enum class GgmlGlueFault {
   dropped_scale,     // ggml gets 1/sqrt(d_k) whatever the problem's scale: SCALE
   inverted_bool_mask,  // a bool mask's true read as blocked: MASKBOOL
   transposed_keys,   // K filled as [d_k, Hkv, S, B] instead of [d_k, S, Hkv, B]: BATCH
+  alibi_top_left,    // ALiBi distances from the top-left diagonal whatever the alignment: ALIBI
 };
 // The kernel "ggml-<variant>-kv-f16" (kv_f16) or "-kv-f32" with the glue fault.
 std::unique_ptr<Kernel> make_ggml_kernel(const std::string& variant, bool kv_f16, GgmlGlueFault fault);
