@@ -198,11 +198,16 @@ void ErrorStats::add(double error, double bound, double scale, double u_out) {
   // Elements whose |P||V| is (nearly) zero have no meaningful units; they
   // are still checked against their bounds.
   if (!(scale * u_out > 1e-300) || !std::isfinite(error) || !(bound > 0) || !std::isfinite(bound)) return;
+  // Nor where a finite bound over a tiny |P||V| overflows in units: an
+  // infinite bound_u would read "of bound inf u" and be written to the
+  // JSON report as null beside a number, which a --jobs parent refuses.
+  const double error_u = error / (u_out * scale), bound_in_u = bound / (u_out * scale);
+  if (!std::isfinite(error_u) || !std::isfinite(bound_in_u)) return;
   const double ratio = error / bound;
   if (ratio > max_ratio) {
     max_ratio = ratio;
-    max_error_u = error / (u_out * scale);
-    bound_u = bound / (u_out * scale);
+    max_error_u = error_u;
+    bound_u = bound_in_u;
   }
 }
 

@@ -118,6 +118,23 @@ void run_determ_in_gtest_suite() {
   test.TestBody();
 }
 
+// The worst element is reported in units of u |P||V|: an element whose
+// finite bound overflows in those units (|P||V| tiny, not tiny enough for
+// the 1e-300 guard) is checked against its bound but never the worst, so
+// a report never reads "of bound inf u" (a GQA run with ALiBi did, and
+// its --jobs parent refused the worker's JSON).
+TEST(ErrorStats, TheWorstElementHasFiniteUnits) {
+  const double u = 0x1p-24;
+  ErrorStats stats;
+  stats.add(0.0, 1e12, 1e-290, u);  // 1e12 / (2^-24 1e-290) overflows
+  EXPECT_EQ(stats.max_ratio, -1.0);
+  EXPECT_EQ(stats.elements, 1u);
+  stats.add(0x1p-30, 0x1p-20, 1.0, u);
+  EXPECT_EQ(stats.max_error_u, 0x1p-6);
+  EXPECT_EQ(stats.bound_u, 16.0);
+  EXPECT_EQ(stats.max_ratio, 0x1p-10);
+}
+
 TEST(GtestSuite, DetermFailsUnderStrictDeterminism) {
   setenv("ATTNSPEC_STRICT_DETERMINISM", "1", 1);
   EXPECT_NONFATAL_FAILURE(run_determ_in_gtest_suite(), "DETERM");
