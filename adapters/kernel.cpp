@@ -88,6 +88,7 @@ std::string describe(const Capabilities& c) {
   add(c.kv_len_at_least_q_len, "only:kv_len>=q_len");
   add(c.causal_windows_only, "only:causal-windows");
   add(c.causal_only, "only:causal");
+  add(c.alibi_paper_slopes_only, "only:alibi-paper-slopes");
   add(c.varlen, "varlen");
   add(c.kv_cache, "kv-cache");
   add(c.paged_kv_cache, "paged-kv-cache");

@@ -85,6 +85,12 @@ struct Capabilities {
   bool kv_len_at_least_q_len = false;
   bool causal_windows_only = false;
   bool causal_only = false;
+  // A kernel that computes its ALiBi slopes from the head count rather
+  // than taking them (ggml's max_bias) is alibi_paper_slopes_only: the
+  // generators draw the ALiBi paper's slopes for it; a problem derived
+  // from one (a head run alone) keeps its slopes, which the kernel takes
+  // or declines.
+  bool alibi_paper_slopes_only = false;
   // The layouts of spec/SPEC.md section 2.5 (Kernel::run_varlen,
   // Kernel::run_kv_cache): packed variable-length batches, KV caches with
   // appended keys, and paged KV caches.

@@ -106,11 +106,15 @@ std::vector<Probe> probes(const Capabilities& caps, FormatId input) {
   if (caps.window_bottom_right)
     list.push_back({"sliding window (1, 0) bottom_right", base}),
         list.back().problem.window = Window{1, 0, Alignment::bottom_right};
-  // Slopes 1/2 and 1/4 (ALiBi's for 2 heads): exact in every format.
+  // Slopes 1/2 and 1/4 (the ALiBi paper's first two for 8 heads): exact
+  // in every format; the paper's for the probe's 2 heads (2^-4, 2^-8) for
+  // a kernel that computes its slopes (alibi_paper_slopes_only).
   for (const Alignment alignment : {Alignment::top_left, Alignment::bottom_right}) {
     if (!(alignment == Alignment::top_left ? caps.alibi_top_left : caps.alibi_bottom_right)) continue;
     list.push_back({"ALiBi " + std::string(to_string(alignment)), base});
-    list.back().problem.alibi = Alibi{{0.5, 0.25}, false, alignment};
+    const std::vector<double> slopes =
+        caps.alibi_paper_slopes_only ? alibi_paper_slopes(base.dims.q_heads) : std::vector<double>{0.5, 0.25};
+    list.back().problem.alibi = Alibi{slopes, false, alignment};
   }
   // One sink per query head (the probe has 2): one near the logits, one absent.
   if (caps.sinks) list.push_back({"sinks (1, -inf)", base}), list.back().problem.sinks = {1.0, -INFINITY};

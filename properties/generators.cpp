@@ -282,7 +282,7 @@ std::optional<Alibi> draw_alibi(const Dims& d, const Capabilities& caps) {
   const bool top_left = caps.alibi_top_left && (!caps.alibi_bottom_right || draw_in(0, 1) == 1);
   alibi.alignment = top_left ? Alignment::top_left : Alignment::bottom_right;
   alibi.per_batch = draw_in(0, 1) == 1;
-  const bool paper = draw_in(0, 1) == 1;
+  const bool paper = draw_in(0, 1) == 1 || caps.alibi_paper_slopes_only;  // drawn all the same
   const std::vector<double> paper_slopes = alibi_paper_slopes(d.q_heads);
   // One draw whatever the shape (a draw per head would move every later
   // draw when shrinking takes a head away): k/16 for the first slope, the

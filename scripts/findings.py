@@ -45,8 +45,8 @@ AVX512_KINDS = ("avx512", "avx512-bf16")
 MATH_FAILS = ["MASKNAN", "NANPROP", "GOLDEN", "GRADMASK"]
 OPENVINO_FAILS = ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"]
 FLEX_EAGER_FAILS = ["MASKNAN", "NANPROP", "GOLDEN", "WINDOW"]
-GGML_F32_FAILS = ["MASKNAN", "NANPROP", "SOFTCAP", "UNIFORM", "WINDOW"]
-GGML_F16_FAILS = ["MASKNAN", "NANPROP", "PRECTIGHT", "WINDOW"]
+GGML_F32_FAILS = ["MASKNAN", "NANPROP", "SCALE", "SOFTCAP", "UNIFORM", "WINDOW"]
+GGML_F16_FAILS = ["MASKNAN", "NANPROP", "PRECTIGHT", "SHIFT?", "WINDOW"]
 KERNELS = [
     # The example adapter (NumPy), in float64 and float32: it must fail nothing.
     # Its kept reports (docs/findings/numpy-adapter/) are checked in CI; it
@@ -130,17 +130,22 @@ KERNELS = [
     # the weights of blocked keys, 0, into their values, so NaN there
     # reaches the output (MASKNAN, WINDOW, NANPROP); with a softcap it sets
     # a partial tile's padding keys to -inf before tanh, which makes their
-    # logits -softcap (UNIFORM, SOFTCAP with F32 keys); its F16
+    # logits -softcap (UNIFORM, SOFTCAP and SCALE with F32 keys); its F16
     # accumulator misses the tight tier (PRECTIGHT). docs/findings/ggml-3.22.1.md, findings 14-17.
+    # ALiBi is declared with the paper's slopes only (ggml computes them
+    # from max_bias): with F16 keys, SHIFT's shifted copy (a constant per
+    # row through an additive mask, beside ALiBi) is declined in 22% of
+    # its cases, where the value over ggml's slope is no F16 number
+    # (INCOMPLETE).
     ("ggml-haswell-kv-f32", "ggml-haswell-kv-f32", GGML_F32_FAILS, {"ci": False}),
     ("ggml-haswell-kv-f16", "ggml-haswell-kv-f16", GGML_F16_FAILS, {}),
     # ggml's other builds this project's CPUs run (x64 baseline, SSE4.2,
     # AVX), each its own kernel: the same findings. The baseline build's
     # tiled path takes every d_v (one float32 lane), so finding 15's
-    # padding keys reach more draws and fail ROWSUM, PRECTIGHT and PRECREL
-    # too with F32 keys. docs/findings/ggml-3.22.1.md.
+    # padding keys reach more draws and fail PREC too with F32 keys.
+    # docs/findings/ggml-3.22.1.md.
     ("ggml-x64-kv-f32", "ggml-x64-kv-f32",
-     ["MASKNAN", "NANPROP", "PRECREL", "PRECTIGHT", "ROWSUM", "SOFTCAP", "UNIFORM", "WINDOW"], {"ci": False}),
+     ["MASKNAN", "NANPROP", "PREC", "SCALE", "SOFTCAP", "UNIFORM", "WINDOW"], {"ci": False}),
     ("ggml-x64-kv-f16", "ggml-x64-kv-f16", GGML_F16_FAILS, {"ci": False}),
     ("ggml-sse42-kv-f32", "ggml-sse42-kv-f32", GGML_F32_FAILS, {"ci": False}),
     ("ggml-sse42-kv-f16", "ggml-sse42-kv-f16", GGML_F16_FAILS, {"ci": False}),

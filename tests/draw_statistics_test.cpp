@@ -221,6 +221,41 @@ TEST(DrawStatistics, CausalOnlyKernelsGetCausalProblemsAndTheirPageSizes) {
   EXPECT_GT(kernel.outside, 0);
 }
 
+// A kernel that computes its ALiBi slopes (alibi_paper_slopes_only):
+// every problem the generators draw with ALiBi has the paper's slopes for
+// its head count, in every batch entry.
+class PaperSlopesKernel final : public WrappedKernel {
+ public:
+  PaperSlopesKernel() : WrappedKernel(make_kernel("online-f32")) {}
+  Capabilities capabilities() const override {
+    Capabilities caps = WrappedKernel::capabilities();
+    caps.alibi_paper_slopes_only = true;
+    return caps;
+  }
+  KernelResult run(const Problem& p) override {
+    if (p.alibi) {
+      ++with_alibi;
+      const std::vector<double> paper = alibi_paper_slopes(p.dims.q_heads);
+      const std::size_t H = paper.size();
+      bool all_paper = true;
+      for (std::size_t i = 0; i < p.alibi->slopes.size(); ++i) all_paper = all_paper && p.alibi->slopes[i] == paper[i % H];
+      paper_slopes += all_paper;
+    }
+    return WrappedKernel::run(p);
+  }
+  int with_alibi = 0, paper_slopes = 0;
+};
+
+TEST(DrawStatistics, PaperSlopesOnlyKernelsGetThePapersSlopes) {
+  PaperSlopesKernel kernel;
+  const RunReport report = run_conformance(kernel, "paper-slopes", quick_unshrunk({"ALIBI"}));
+  EXPECT_EQ(report.results.front().outcome.status, Status::pass);
+  std::printf("  paper slopes only: %d calls with ALiBi, %d with the paper's slopes\n", kernel.with_alibi,
+              kernel.paper_slopes);
+  EXPECT_GE(kernel.with_alibi, 100);
+  EXPECT_EQ(kernel.paper_slopes, kernel.with_alibi);
+}
+
 // What the layout clauses draw (README and spec/SPEC.md section 7, VARLEN,
 // KVCACHE, PAGED): several sequences of different lengths, empty ones,
 // NaN padding, decode steps, new keys, every page size, shuffled pages,

@@ -59,14 +59,11 @@ TEST_P(GgmlGlue, RightGluePassesTheSameClause) {
   EXPECT_EQ(clause_status(GgmlGlueFault::none, c.clause), Status::pass) << c.clause;
 }
 
-// ALiBi is mapped onto ggml's max_bias (adapters/ggml/alibi_slopes.hpp)
-// but not yet declared: half the generators' draws have slopes that are no
-// ALiBi formula's, and with F16 keys the kernel declined 21% of ALIBI's
-// cases in the quick profile (docs/findings/ggml-3.22.1.md). So the
-// mapping is checked here on problems made for it: the ALiBi paper's
-// slopes (max_bias 8), d = 64, both of ggml's paths (one row under 64
-// queries, the tiled path from 64), 16 heads too (ggml's slopes then miss
-// the paper's by an ulp or two, and are judged), within the precision
+// ALiBi's mapping onto ggml's max_bias (adapters/ggml/alibi_slopes.hpp),
+// checked on problems made for it beside the ALIBI case above: the ALiBi
+// paper's slopes (max_bias 8), d = 64, both of ggml's paths (one row under
+// 64 queries, the tiled path from 64), 16 heads too (ggml's slopes then
+// miss the paper's by an ulp or two, and are judged), within the precision
 // model's bounds (the largest error was 0.7% of its bound); distances from
 // the top-left diagonal must leave them (they gave 900 and 1600 times the
 // bound). F32 keys: with F16 keys the model's bounds for an F16
@@ -116,7 +113,8 @@ TEST(GgmlAlibiMapping, DistancesFromTheTopLeftDiagonalLeaveThem) {
 INSTANTIATE_TEST_SUITE_P(Faults, GgmlGlue,
                          ::testing::Values(GlueCase{GgmlGlueFault::dropped_scale, "SCALE", "dropped_scale"},
                                            GlueCase{GgmlGlueFault::inverted_bool_mask, "MASKBOOL", "inverted_bool_mask"},
-                                           GlueCase{GgmlGlueFault::transposed_keys, "BATCH", "transposed_keys"}),
+                                           GlueCase{GgmlGlueFault::transposed_keys, "BATCH", "transposed_keys"},
+                                           GlueCase{GgmlGlueFault::alibi_top_left, "ALIBI", "alibi_top_left"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -120,6 +120,20 @@ TEST(ProcessProtocol, RestrictionsAreOptionalAndChecked) {
             std::string::npos);
 }
 
+TEST(ProcessProtocol, AlibiPaperSlopesOnlyNeedsAlibi) {
+  nlohmann::json reply = nlohmann::json::parse(kGoodHello);
+  reply["capabilities"]["alibi_paper_slopes_only"] = true;
+  const Capabilities caps = parse_hello_reply(reply.dump()).capabilities;
+  EXPECT_TRUE(caps.alibi_paper_slopes_only);
+  EXPECT_NE(describe(caps).find("only:alibi-paper-slopes"), std::string::npos) << describe(caps);
+  reply["capabilities"].erase("alibi");
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.alibi_paper_slopes_only"),
+            std::string::npos);
+  reply["capabilities"]["alibi_paper_slopes_only"] = "yes";
+  EXPECT_NE(error_of([&] { parse_hello_reply(reply.dump()); }).find("capabilities.alibi_paper_slopes_only"),
+            std::string::npos);
+}
+
 TEST(ProcessProtocol, CausalOnlyAndPageSizesAreChecked) {
   nlohmann::json reply = nlohmann::json::parse(kGoodHello);
   reply["capabilities"]["causal"] = {"bottom_right"};

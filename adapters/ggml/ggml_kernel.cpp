@@ -137,12 +137,10 @@ class GgmlKernel final : public Kernel {
     c.additive_mask = kv_ == KvType::f16;  // F16 mask values are exact only for F16 inputs' masks
     c.causal_top_left = c.causal_bottom_right = true;  // folded into the mask
     c.window_top_left = c.window_bottom_right = true;  // likewise
-    // ALiBi is mapped (max_bias, the distances in the mask: run() and
-    // alibi_slopes.hpp) but not declared: the generators draw slopes no
-    // ALiBi formula gives in half their draws, and ggml's F16 mask cannot
-    // hold their biases exactly, so the kernel would decline 21% of
-    // ALIBI's cases (INCOMPLETE). tests/ggml_glue_test.cpp checks the
-    // mapping on the paper's slopes.
+    // ALiBi: max_bias, with the distances in the mask (run() and
+    // alibi_slopes.hpp); ggml computes the slopes, so the paper's only.
+    c.alibi_top_left = c.alibi_bottom_right = true;
+    c.alibi_paper_slopes_only = true;
     // ggml_flash_attn_ext_add_sinks exists, but its sink step computes
     // expf(s - M) with M = -inf in a row with no visible key, which is
     // NaN for the spec's "no sink" of -inf (docs/findings/ggml-3.22.1.md, finding 17): declared

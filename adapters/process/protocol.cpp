@@ -18,9 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 22> kCapabilityKeys = {
+constexpr std::array<std::string_view, 23> kCapabilityKeys = {
     "masks",   "causal",  "window",   "alibi", "sinks", "descales", "gqa", "scale", "softcap", "dv_ne_dk", "lse",
-    "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "causal_only", "varlen", "kv_cache",
+    "fully_masked_rows", "kv_len_at_least_q_len", "causal_windows_only", "causal_only", "alibi_paper_slopes_only",
+    "varlen", "kv_cache",
     "paged_kv_cache", "page_sizes", "merge_partials", "max_elements", "backward"};
 constexpr std::array<std::string_view, 2> kMasks = {"bool", "additive"};
 constexpr std::array<std::string_view, 2> kCausal = {"top_left", "bottom_right"};
@@ -98,7 +99,8 @@ bool AdapterInfo::operator==(const AdapterInfo& other) const {
          a.explicit_scale == b.explicit_scale && a.softcap == b.softcap && a.dv_ne_dk == b.dv_ne_dk && a.lse == b.lse &&
          a.fully_masked_rows == b.fully_masked_rows && a.kv_len_at_least_q_len == b.kv_len_at_least_q_len &&
          a.causal_windows_only == b.causal_windows_only && a.varlen == b.varlen && a.kv_cache == b.kv_cache &&
-         a.causal_only == b.causal_only && a.paged_kv_cache == b.paged_kv_cache && a.page_sizes == b.page_sizes &&
+         a.causal_only == b.causal_only && a.alibi_paper_slopes_only == b.alibi_paper_slopes_only &&
+         a.paged_kv_cache == b.paged_kv_cache && a.page_sizes == b.page_sizes &&
          a.merge_partials == b.merge_partials && a.backward == b.backward &&
          formats.weights == other.formats.weights && formats.weights_scale == other.formats.weights_scale &&
          formats.gradient_storage == other.formats.gradient_storage &&
@@ -185,6 +187,9 @@ AdapterInfo parse_hello_reply(std::string_view line) {
     fail("capabilities.causal_only", "true without any causal alignment in capabilities.causal");
   if (c.causal_only && c.causal_top_left && c.causal_bottom_right)
     fail("capabilities.causal_only", "true with both causal alignments: a kernel that always masks causally has one");
+  c.alibi_paper_slopes_only = get_bool(caps, "alibi_paper_slopes_only", "capabilities.");
+  if (c.alibi_paper_slopes_only && !c.alibi_top_left && !c.alibi_bottom_right)
+    fail("capabilities.alibi_paper_slopes_only", "true without any ALiBi alignment in capabilities.alibi");
   // The layouts of SPEC 2.5 and the merge operator of 6.10, sent as
   // attnspec-packed/1 directories.
   c.varlen = get_bool(caps, "varlen", "capabilities.");
