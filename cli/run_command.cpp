@@ -64,7 +64,6 @@ std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
                                        "; or cmd:COMMAND for a process adapter; see attnspec kernels)");
 }
 
-// Options shared by every kernel of the run, checked before anything runs.
 // After a failed run: where the adapter's stderr was kept, or that it
 // wrote none (the kernel then removes its empty log).
 void say_where_the_log_is(const Kernel& kernel) {
@@ -78,6 +77,7 @@ void say_where_the_log_is(const Kernel& kernel) {
     std::cout << "  adapter stderr: empty (nothing kept)\n";
 }
 
+// Options shared by every kernel of the run, checked before anything runs.
 RunOptions parse_options(const RunArgs& args) {
   RunOptions options;
   options.profile = find_profile(args.profile);
