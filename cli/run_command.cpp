@@ -30,6 +30,7 @@ struct RunArgs {
   std::string json, junit, save_failures = "attnspec-failures", shard;
   bool strict_determinism = false;
   bool no_shrink = false;
+  bool stop_at_first_failure = false;
   bool allow_incomplete = false;
   int jobs = 0;        // 0: default_jobs()
   std::string worker;  // set in a worker process: its queue directory
@@ -43,6 +44,7 @@ std::vector<std::string> worker_arguments(const RunArgs& args, const std::string
   if (args.strict_determinism) a.push_back("--strict-determinism");
   if (args.allow_incomplete) a.push_back("--allow-incomplete");
   if (args.no_shrink) a.push_back("--no-shrink");
+  if (args.stop_at_first_failure) a.push_back("--stop-at-first-failure");
   return a;
 }
 
@@ -98,6 +100,7 @@ RunOptions parse_options(const RunArgs& args) {
   options.seed = args.seed;
   options.strict_determinism = args.strict_determinism;
   options.shrink = !args.no_shrink;
+  options.judge_every_case = !args.stop_at_first_failure;
   options.allow_incomplete = args.allow_incomplete;
   if (!args.save_failures.empty()) options.save_failures = args.save_failures;
   return options;
@@ -265,6 +268,9 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("--allow-incomplete", args->allow_incomplete,
                 "let INCOMPLETE clauses (too many declined cases, a shape class never judged) pass the run; they are still reported");
   sub->add_flag("--no-shrink", args->no_shrink, "save the first failing problem as found, without shrinking it (faster)");
+  sub->add_flag("--stop-at-first-failure", args->stop_at_first_failure,
+                "stop a failing clause at its first failure instead of judging every case it draws (faster; the "
+                "count of failing cases and their shape classes are then unknown)");
   sub->add_option("--jobs", args->jobs,
                   "worker processes the clauses are spread over, each with its own adapter process for cmd:COMMAND (default: "
                   "one per core); each clause draws from its own seed, so the verdicts do not depend on it")

@@ -418,12 +418,23 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     return cpu_seconds > shrink_cpu_seconds || Clock::now() - *first_failure > std::chrono::seconds(shrink_wall_seconds);
   };
   ShrinkListener listener(budget_spent);
-  const auto testable = [&] {
-    if (budget_spent()) return;
+  // Every drawn case is judged, also after the first failure, so that a
+  // known failure cannot hide another (spec/SPEC.md section 7.1): the
+  // search below stops at the first failure and shrinks it; a second
+  // search with the same seed then replays the cases up to it without
+  // running the kernel (drawn_outcomes: RapidCheck's draws depend only on
+  // the seed and on which earlier cases it counted or discarded) and
+  // judges the rest.
+  std::vector<bool> drawn_outcomes;  // up to the first failure: counted (true) or discarded
+  int failed_cases = 0;
+  std::array<int, kShapeClasses> failed_by_shape{};
+  // One case: a drawn one (drawing), or a shrink candidate, whose
+  // declines, discards and errors are not the run's. Returns the failure
+  // message, "" for a pass; a case not judged ends in RC_DISCARD.
+  const auto judge = [&](Problem& drawn, bool drawing) -> std::string {
     // A kernel whose machinery fails more often than not (an adapter
     // that crashes on every case) is not tried a thousand times.
     if (gave_up_on_faults()) RC_DISCARD("stopped: most cases were lost to kernel faults");
-    Problem drawn;
     std::string failure;
     ErrorStats case_stats;
     try {
@@ -433,7 +444,7 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     } catch (const KernelUnsupported& e) {
       // The kernel turned this problem down (spec/SPEC.md section 8):
       // counted and reported; too many make the clause INCOMPLETE.
-      if (!first_failure && outcome.declined++ == 0) first_declined = printable(e.what());
+      if (drawing && outcome.declined++ == 0) first_declined = printable(e.what());
       RC_DISCARD("the kernel declined this case");
     } catch (const KernelFault& e) {
       // Lost to the kernel's machinery (an adapter crash, hang or
@@ -447,23 +458,38 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
     } catch (const ReferenceError&) {
       // The reference cannot judge this case (a result within 2^-40000
       // of a rounding boundary, SPEC.md section 5): neither pass nor fail.
-      if (!first_failure) ++undecidable;
+      if (drawing) ++undecidable;
       RC_DISCARD("the certified reference could not decide this case");
     } catch (const NothingChecked&) {
-      if (!first_failure) ++nothing_checked;
+      if (drawing) ++nothing_checked;
       RC_DISCARD("the drawn case left nothing to check");
     } catch (const std::exception& e) {
       failure = std::string("exception: ") + printable(e.what(), 2000);
     }
-    if (!first_failure) {
+    if (drawing) {
       stats.merge(case_stats);  // what the drawn cases judged, not the shrink candidates
       ++judged;
-      ++outcome.judged_by_shape[static_cast<std::size_t>(classify_shape(drawn.dims))];
+      const auto shape = static_cast<std::size_t>(classify_shape(drawn.dims));
+      ++outcome.judged_by_shape[shape];
+      if (!failure.empty()) {
+        ++failed_cases;
+        ++failed_by_shape[shape];
+      }
     }
+    return failure;
+  };
+  const auto testable = [&] {
+    if (budget_spent()) return;
+    const bool drawing = !first_failure;
+    if (drawing) drawn_outcomes.push_back(false);
+    Problem drawn;
+    const std::string failure = judge(drawn, drawing);
+    if (drawing) drawn_outcomes.back() = true;
     if (!failure.empty()) {
       if (!first_failure) {
         first_failure = Clock::now();
         first_failure_cpu = std::clock();
+        outcome.first_failing_case = judged;
       }
       last_failure = drawn;
       last_message = failure;
@@ -476,6 +502,25 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   } catch (const ShrinkBudgetSpent&) {
     // Ended during shrinking: the failure stands, with the smallest
     // problem found within the budget.
+  }
+  const bool found_failure = first_failure.has_value();
+  if (found_failure && context.judge_every_case) {
+    std::size_t invocation = 0;
+    const auto the_rest = [&] {
+      const std::size_t i = invocation++;
+      if (i < drawn_outcomes.size()) {
+        if (drawn_outcomes[i]) return;  // judged in the first search (the failure among them)
+        RC_DISCARD("discarded in the first search");
+      }
+      Problem drawn;
+      judge(drawn, true);
+    };
+    rc::detail::TestParams rest_params = params;
+    rest_params.disableShrinking = true;
+    ShrinkListener quiet([] { return false; });
+    context.judging_the_rest = true;
+    rc::detail::checkTestable(the_rest, metadata, rest_params, quiet);
+    context.judging_the_rest = false;
   }
 
   rc::detail::SuccessResult success;
@@ -510,6 +555,23 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   } else if (result->match(error)) {
     outcome.status = Status::fail;
     outcome.reason = "RapidCheck error: " + error.description;
+  }
+  if (found_failure && outcome.status == Status::fail) {
+    // Every drawn case was judged: how many failed, in which shape classes.
+    outcome.cases = judged;
+    std::string classes;
+    for (std::size_t c = 0; c < failed_by_shape.size(); ++c) {
+      if (failed_by_shape[c] == 0) continue;
+      const std::string shape(to_string(static_cast<ShapeClass>(c)));
+      outcome.signatures.push_back("shape:" + shape);
+      classes += (classes.empty() ? "" : ", ") + shape + " " + std::to_string(failed_by_shape[c]);
+    }
+    std::sort(outcome.signatures.begin(), outcome.signatures.end());
+    if (context.judge_every_case)
+      outcome.reason += "; " + std::to_string(failed_cases) + " of " + std::to_string(judged) +
+                        " judged drawn case(s) fail (" + classes + ")";
+    else
+      outcome.reason += "; judging stopped at this first failure (--stop-at-first-failure)";
   }
   outcome.discarded = undecidable + nothing_checked;
   outcome.size_limit = context.kernel.capabilities().max_elements < kMaxTensorElements
@@ -548,6 +610,8 @@ ClauseOutcome run_property(PropertyContext& context, const PropertyBody& body) {
   if (faulted > 0) {
     // Never a pass: the lost cases were not judged. Their count, the first
     // one's message and problem (for `attnspec check`) are the report.
+    outcome.signatures.push_back("faults");
+    std::sort(outcome.signatures.begin(), outcome.signatures.end());
     std::string lost = std::to_string(faulted) + " case(s) lost to kernel faults (first: " + first_fault + ")";
     if (gave_up_on_faults()) lost += "; stopped there, with more cases lost than judged";
     if (outcome.status == Status::fail) {

@@ -73,6 +73,16 @@ struct ClauseOutcome {
   // Output elements compared with a bound, and those of them whose bound is
   // infinite: compared with nothing, so not judged (spec/SPEC.md section 7).
   std::uint64_t elements = 0, unbounded_elements = 0;
+  // What broke, as stable labels a script can compare between runs (the
+  // Findings expectations, expected/; spec/SPEC.md section 7.1):
+  // "shape:CLASS" for each shape class with a failing drawn case,
+  // "golden:NAME" for each failing golden case, "faults" where cases were
+  // lost to the kernel's machinery. Sorted, no repeats; empty for a
+  // clause that does not fail.
+  std::vector<std::string> signatures;
+  // Which judged drawn case failed first (1 for the first case), 0 if none
+  // did: how soon the clause saw the failure (README's mutant table).
+  int first_failing_case = 0;
   double declined_share() const {
     const int drawn = cases + declined;
     return drawn > 0 ? static_cast<double>(declined) / drawn : 0.0;
@@ -91,6 +101,15 @@ struct PropertyContext {
   // section 7.1); tests that check how far shrinking gets raise it, so that
   // a slow machine (or a sanitizer build) reaches the same counterexample.
   int shrink_cpu_seconds = 10;
+  // Judge every drawn case of a failing clause (spec/SPEC.md section 7.1);
+  // off (attnspec run --stop-at-first-failure), a failing clause stops at
+  // its first failure: faster, and the count of failing cases unknown.
+  bool judge_every_case = true;
+  // Set by the harness while it judges the drawn cases after the first
+  // failure (spec/SPEC.md section 7.1): none of them becomes the
+  // counterexample, so a body that keeps what goes with it (a layout
+  // recipe) leaves it alone then.
+  bool judging_the_rest = false;
 };
 
 std::vector<ShapeClass> expected_shapes_of(const Profile& profile);

@@ -138,6 +138,16 @@ RunReport report_from_json(const nlohmann::json& json, const std::string& file) 
     if (r.contains("elements")) c.outcome.elements = in.count(r, "elements", where);
     if (r.contains("unjudged_elements")) c.outcome.unbounded_elements = in.count(r, "unjudged_elements", where);
     if (r.contains("reproduce")) c.reproduce = in.text(r, "reproduce", where);
+    if (r.contains("first_failing_case") && !r["first_failing_case"].is_null())
+      c.outcome.first_failing_case = small_count(in, r, "first_failing_case", where);
+    if (r.contains("signatures")) {
+      const nlohmann::json& signatures = r["signatures"];
+      if (!signatures.is_array()) in.fail(where + ".signatures", "expected an array of strings");
+      for (const nlohmann::json& s : signatures) {
+        if (!s.is_string()) in.fail(where + ".signatures", "expected an array of strings");
+        c.outcome.signatures.push_back(s.get<std::string>());
+      }
+    }
     c.informative = in.flag(r, "informative", where);
     const std::optional<double> seconds = in.number_or_null(r, "seconds", where);
     if (!seconds || *seconds < 0) in.fail(where + ".seconds", "expected a non-negative number");

@@ -109,8 +109,13 @@ RunReport run_conformance(Kernel& kernel, std::string_view kernel_name, const Ru
       r.outcome.status = Status::skip;
       r.outcome.reason = lacking;
     } else {
-      PropertyContext context{kernel, profile, clause_seed(options.seed, clause.id), options.shrink,
-                              expected_shapes_of(profile), options.shrink_cpu_seconds};
+      PropertyContext context{kernel,
+                              profile,
+                              clause_seed(options.seed, clause.id),
+                              options.shrink,
+                              expected_shapes_of(profile),
+                              options.shrink_cpu_seconds,
+                              options.judge_every_case};
       // A property that lets an exception out (a kernel failing outside the
       // harness's loop) fails its own clause; the run goes on.
       try {
@@ -224,6 +229,9 @@ nlohmann::json report_json(const RunReport& report) {
                        {"discarded", r.outcome.discarded},
                        {"elements", r.outcome.elements},
                        {"unjudged_elements", r.outcome.unbounded_elements},
+                       {"signatures", r.outcome.signatures},
+                       {"first_failing_case", r.outcome.first_failing_case ? nlohmann::json(r.outcome.first_failing_case)
+                                                                           : nlohmann::json()},
                        {"judged_by_shape", {{"small", r.outcome.judged_by_shape[0]},
                                             {"tile", r.outcome.judged_by_shape[1]},
                                             {"long", r.outcome.judged_by_shape[2]}}},

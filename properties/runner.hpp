@@ -28,6 +28,7 @@ struct RunOptions {
   bool shrink = true;                      // shrink counterexamples (slower on failures)
   int shrink_cpu_seconds = 10;             // shrinking's budget per clause (60 s of wall time at most)
   bool allow_incomplete = false;           // INCOMPLETE clauses do not fail the run
+  bool judge_every_case = true;            // off: a failing clause stops at its first failure
 };
 
 struct ClauseReport {

@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """The Findings run: every real kernel (and the Python example adapter)
 through `attnspec run`, a clause x kernel matrix in Markdown, and a check
-that each kernel fails exactly the clauses listed for it below, so the
-README's Findings section and CI cannot drift apart.
+of each kernel's report against its expectations in expected/NAME.json
+(scripts/expectations.py), so docs/findings/, README and CI cannot drift
+apart. In the quick profile with seed 1 (CI's runs and the kept reports)
+the whole verdict vector is compared: every clause's status, a skip's
+reason, the declined share and the failure signatures; in other profiles
+or seeds, the failing clauses.
 
 Usage: scripts/findings.py [--attnspec build/attnspec] [--profile ci] [--seed 1]
-                           [--out build/findings] [--only NAME ...] [--ci] [--markdown FILE]
+                           [--out build/findings] [--only NAME ...] [--ci]
+                           [--reports] [--accept] [--markdown FILE]
 --ci runs only the kernels CI runs (those without "ci": False below);
---reports runs nothing and reads the reports an earlier run left in --out.
-Exit status 0 when every kernel's failing clauses are the expected ones
-and every kernel runs exactly where it is expected to (a kernel whose
-library has no code path for this CPU is reported as not available, with
-the reason, and its column says N/A), 1 otherwise (the differences are
-printed), 2 usage error.
+--reports runs nothing and reads the reports an earlier run left in --out;
+--accept writes each report's vector into expected/NAME.json (after you
+have reviewed the differences the check printed; quick profile, seed 1).
+Exit status 0 when every kernel shows what is expected and runs exactly
+where it is expected to (a kernel whose library has no code path for this
+CPU is reported as not available, with the reason, and its column says
+N/A), 1 otherwise (the differences are printed), 2 usage error or a
+malformed expected/ file.
 """
 import argparse
 import glob
@@ -23,30 +30,20 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import expectations
 
-# name, --kernel argument ({numpy_python}, {venv_python} and {node} are filled in), the
-# clauses it is known to fail (each explained in README.md, Findings; a
-# clause it leaves INCOMPLETE is written CLAUSE?), and
-# its options: "env" runs it with those environment variables; "ci_only"
-# lists clauses it fails only in the ci and full profiles, "quick_only"
-# those it fails only in the quick profile (seed 1 of the others draws no
-# case that shows them); "kind_fails" maps a CPU kind to the clauses it
-# fails there besides the listed ones (a library that picks its code path
-# from CPUID); "cpu_kinds"
-# runs it only on those CPU kinds (a capped ISA is only news on a CPU above
-# it); "ci": False leaves it out of CI's run (--ci), to keep CI under 45
-# minutes; "available" is how the kernel must answer about this CPU: True (must
-# run), False (must say it cannot), or the CPU kinds on which it must run.
-# Every kernel fails the same clauses on every CPU kind it runs on (measured
-# on AVX2 and AVX-512 machines) unless "kind_fails" says otherwise; what
-# differs between kinds is said here.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXPECTED = os.path.join(ROOT, "expected")
+
+# name, --kernel argument ({numpy_python}, {venv_python} and {node} are
+# filled in), and options: "env" runs it with those environment variables;
+# "cpu_kinds" runs it only on those CPU kinds (a capped ISA is only news on
+# a CPU above it); "ci": False leaves it out of CI's run (--ci), to keep CI
+# under 45 minutes. What each kernel is expected to show (its verdict
+# vector, whether it runs on a CPU kind, what differs between kinds and
+# profiles) is data in expected/NAME.json (scripts/expectations.py); the
+# comments here say why, and docs/findings/ has the evidence.
 AVX512_KINDS = ("avx512", "avx512-bf16")
-MATH_FAILS = ["MASKNAN", "NANPROP", "GOLDEN", "GRADMASK"]
-OPENVINO_FAILS = ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"]
-FLEX_EAGER_FAILS = ["MASKNAN", "NANPROP", "GOLDEN", "WINDOW"]
-GGML_F32_FAILS = ["MASKNAN", "NANPROP", "SCALE", "SOFTCAP", "UNIFORM", "WINDOW"]
-GGML_F16_FAILS = ["MASKNAN", "NANPROP", "PRECTIGHT", "SHIFT?", "WINDOW"]
 KERNELS = [
     # The example adapter (NumPy), in float64 and float32: it must fail nothing.
     # Its kept reports (docs/findings/numpy-adapter/) are checked in CI; it
@@ -54,43 +51,39 @@ KERNELS = [
     # minutes on 2026-12-07, over the 45-minute target), since
     # tests/process/numpy_*_test.sh drive the same adapter through the
     # protocol's layouts and backward.
-    ("numpy-float64", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float64", [], {"ci": False}),
-    ("numpy-float32", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float32", [], {"ci": False}),
+    ("numpy-float64", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float64", {"ci": False}),
+    ("numpy-float32", "cmd:{numpy_python} adapters/python/numpy_adapter.py --dtype float32", {"ci": False}),
     # Its backward (autograd through the math composition) reads blocked
     # keys' values too: NaN there reaches dQ through P = 0 times dP = NaN
     # (GRADMASK), as its forward's P V does (MASKNAN).
-    ("libtorch-sdpa-f64", "libtorch-sdpa-f64", ["MASKNAN", "FULLMASK", "NANPROP", "PRECREL", "GRADMASK"], {}),
-    ("libtorch-sdpa-f32", "libtorch-sdpa-f32", ["MASKNAN", "FULLMASK", "NANPROP", "PRECREL", "GRADMASK"], {}),
+    ("libtorch-sdpa-f64", "libtorch-sdpa-f64", {}),
+    ("libtorch-sdpa-f32", "libtorch-sdpa-f32", {}),
     # Its bfloat16 matmul accumulates P V in bfloat16 on small shapes: in
     # the ci profile's small problems its largest error exceeds twice the
     # naive composition's (PRECREL). On AVX2, where the matmul is ATen's
     # own gemm, the quick profile's seed 1 already shows it in PRECTIGHT
     # (README, Findings 7).
-    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GRADMASK"],
-     {"ci_only": ["PRECREL"], "kind_fails": {"avx2": ["PRECTIGHT"]}}),
+    ("libtorch-sdpa-bf16", "libtorch-sdpa-bf16", {}),
     # Kept report in docs/findings/onednn-2.6.3/, checked in CI; not run
     # there live (118 s: it creates, and so JIT-compiles, three primitives
     # a problem).
-    ("onednn-f32", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {"ci": False}),
+    ("onednn-f32", "onednn-f32", {"ci": False}),
     # oneDNN 2.6 has bf16 primitives only from AVX-512 (avx512_core) up.
-    ("onednn-bf16", "onednn-bf16", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {"available": AVX512_KINDS}),
+    ("onednn-bf16", "onednn-bf16", {}),
     # Its flushed subnormals show in GOLDEN's subnormal_output case (and
     # its fully masked row there too).
-    ("xnnpack-f32", "xnnpack-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"], {}),
-    ("onnxruntime-float32", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float32", ["MASKNAN", "NANPROP", "GOLDEN"], {}),
+    ("xnnpack-f32", "xnnpack-f32", {}),
+    ("onnxruntime-float32", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float32", {}),
     # Its float16 logits overflow (NaN outputs) in TEMP, ROWSUM and
     # PRECTIGHT in quick; in the ci profile's larger draws in SCALE, BATCH,
     # LINV and PERMKV too.
-    ("onnxruntime-float16", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float16",
-     ["MASKNAN", "NANPROP", "GOLDEN", "TEMP", "ROWSUM", "PRECTIGHT"],
-     {"ci_only": ["SCALE", "BATCH", "LINV", "PERMKV"]}),
+    ("onnxruntime-float16", "cmd:{node} adapters/onnxruntime/adapter.js --dtype float16", {}),
     # ONNX Runtime's GroupQueryAttention contrib operator: its causal path
     # gives 0 for a row with a NaN logit, and its dense P V lets a NaN value
     # that causal masking or a window blocks reach the row (README 8).
-    ("onnxruntime-gqa-float32", "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention",
-     ["WINDOW", "FULLMASK", "NANPROP"], {}),
-    ("onnxruntime-gqa-float16", "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention --dtype float16",
-     ["WINDOW", "FULLMASK", "NANPROP"], {}),
+    ("onnxruntime-gqa-float32", "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention", {}),
+    ("onnxruntime-gqa-float16",
+     "cmd:{node} adapters/onnxruntime/adapter.js --op group_query_attention --dtype float16", {}),
     # PyTorch 2 (PyPI torch in .venv, requirements.txt): SDPA on the CPU,
     # one backend each through torch.nn.attention.sdpa_kernel
     # (adapters/pytorch/torch_adapter.py). Every one lets NaN at blocked
@@ -106,24 +99,23 @@ KERNELS = [
     # a half minutes on 2 cores), and checks the kept reports of all eight;
     # the math backend's glue is tested in CI by
     # tests/process/pytorch_real_test.sh.
-    ("torch-flash-float64", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float64",
-     ["MASKNAN", "NANPROP", "GRADMASK"], {"ci": False}),
-    ("torch-flash-float32", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float32",
-     ["MASKNAN", "NANPROP", "GRADMASK"], {"ci": False}),
-    ("torch-flash-bfloat16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype bfloat16",
-     ["MASKNAN", "NANPROP", "GRADMASK", "GRADPREC", "GRADPERM"], {}),
-    ("torch-flash-float16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float16",
-     ["MASKNAN", "NANPROP", "GRADMASK", "GRADPREC"], {"ci": False}),
-    ("torch-math-float64", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float64",
-     MATH_FAILS, {"ci": False}),
+    ("torch-flash-float64",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float64", {"ci": False}),
+    ("torch-flash-float32",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float32", {"ci": False}),
+    ("torch-flash-bfloat16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype bfloat16", {}),
+    ("torch-flash-float16",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flash --dtype float16", {"ci": False}),
+    ("torch-math-float64",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float64", {"ci": False}),
     # Its float32 errors on tile-sized problems exceed twice the naive
     # composition's, as libtorch 1.13's do (README, Findings 6; docs/findings/pytorch-2.15.md, 12).
-    ("torch-math-float32", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float32",
-     MATH_FAILS + ["PRECREL"], {"ci": False}),
-    ("torch-math-bfloat16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype bfloat16",
-     MATH_FAILS, {"ci": False}),
-    ("torch-math-float16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float16",
-     MATH_FAILS, {"ci": False}),
+    ("torch-math-float32",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float32", {"ci": False}),
+    ("torch-math-bfloat16",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype bfloat16", {"ci": False}),
+    ("torch-math-float16",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend math --dtype float16", {"ci": False}),
     # llama.cpp's ggml_flash_attn_ext (npm @node-llama-cpp/linux-x64,
     # adapters/ggml), its AVX2 build, which runs on every CPU kind of this
     # project's machines. Its tiled path (64 queries or more) multiplies
@@ -137,20 +129,19 @@ KERNELS = [
     # row through an additive mask, beside ALiBi) is declined in 22% of
     # its cases, where the value over ggml's slope is no F16 number
     # (INCOMPLETE).
-    ("ggml-haswell-kv-f32", "ggml-haswell-kv-f32", GGML_F32_FAILS, {"ci": False}),
-    ("ggml-haswell-kv-f16", "ggml-haswell-kv-f16", GGML_F16_FAILS, {}),
+    ("ggml-haswell-kv-f32", "ggml-haswell-kv-f32", {"ci": False}),
+    ("ggml-haswell-kv-f16", "ggml-haswell-kv-f16", {}),
     # ggml's other builds this project's CPUs run (x64 baseline, SSE4.2,
     # AVX), each its own kernel: the same findings. The baseline build's
     # tiled path takes every d_v (one float32 lane), so finding 15's
     # padding keys reach more draws and fail PREC too with F32 keys.
     # docs/findings/ggml-3.22.1.md.
-    ("ggml-x64-kv-f32", "ggml-x64-kv-f32",
-     ["MASKNAN", "NANPROP", "PREC", "SCALE", "SOFTCAP", "UNIFORM", "WINDOW"], {"ci": False}),
-    ("ggml-x64-kv-f16", "ggml-x64-kv-f16", GGML_F16_FAILS, {"ci": False}),
-    ("ggml-sse42-kv-f32", "ggml-sse42-kv-f32", GGML_F32_FAILS, {"ci": False}),
-    ("ggml-sse42-kv-f16", "ggml-sse42-kv-f16", GGML_F16_FAILS, {"ci": False}),
-    ("ggml-sandybridge-kv-f32", "ggml-sandybridge-kv-f32", GGML_F32_FAILS, {"ci": False}),
-    ("ggml-sandybridge-kv-f16", "ggml-sandybridge-kv-f16", GGML_F16_FAILS, {"ci": False}),
+    ("ggml-x64-kv-f32", "ggml-x64-kv-f32", {"ci": False}),
+    ("ggml-x64-kv-f16", "ggml-x64-kv-f16", {"ci": False}),
+    ("ggml-sse42-kv-f32", "ggml-sse42-kv-f32", {"ci": False}),
+    ("ggml-sse42-kv-f16", "ggml-sse42-kv-f16", {"ci": False}),
+    ("ggml-sandybridge-kv-f32", "ggml-sandybridge-kv-f32", {"ci": False}),
+    ("ggml-sandybridge-kv-f16", "ggml-sandybridge-kv-f16", {"ci": False}),
     # PyTorch 2.15's FlexAttention on the CPU (torch_adapter.py --backend
     # flex), eager: PyTorch's unfused composition; no backward on the CPU.
     # Compiled (--compile) it is no column: its compilations (about 30 s
@@ -162,14 +153,14 @@ KERNELS = [
     # docs/findings/pytorch-2.15.md.
     # float64 fails what float32 fails (its first run's precision failures
     # were the adapter's float32 ALiBi slopes: finding 25, withdrawn).
-    ("torch-flex-float64", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype float64",
-     FLEX_EAGER_FAILS, {"ci": False}),
-    ("torch-flex-float32", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype float32",
-     FLEX_EAGER_FAILS, {"ci": False}),
-    ("torch-flex-bfloat16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype bfloat16",
-     FLEX_EAGER_FAILS, {"ci": False}),
-    ("torch-flex-float16", "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype float16",
-     FLEX_EAGER_FAILS, {"ci": False}),
+    ("torch-flex-float64",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype float64", {"ci": False}),
+    ("torch-flex-float32",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype float32", {"ci": False}),
+    ("torch-flex-bfloat16",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype bfloat16", {"ci": False}),
+    ("torch-flex-float16",
+     "cmd:{venv_python} adapters/pytorch/torch_adapter.py --backend flex --dtype float16", {"ci": False}),
     # OpenVINO 2026.4.1's ScaledDotProductAttention (opset13) on the CPU
     # plugin (PyPI openvino in .venv, adapters/openvino/openvino_adapter.py).
     # --precision is INFERENCE_PRECISION_HINT; on an AVX2 CPU the plugin
@@ -182,21 +173,18 @@ KERNELS = [
     # GOLDEN); a row with no visible key gives NaN (plain) or, under a bool
     # mask, the mean of its values (kvcache: -FLT_MAX for false) (FULLMASK).
     # docs/findings/openvino-2026.4.1.md, findings 18-20.
-    ("openvino-f32", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --precision f32",
-     OPENVINO_FAILS, {"ci": False}),
-    ("openvino-bf16", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --precision bf16",
-     OPENVINO_FAILS, {"ci": False}),
-    ("openvino-f16", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --precision f16",
-     OPENVINO_FAILS, {"ci": False}),
-    ("openvino-kvcache-f32", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --path kvcache --precision f32",
-     OPENVINO_FAILS, {"ci": False}),
+    ("openvino-f32", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --precision f32", {"ci": False}),
+    ("openvino-bf16", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --precision bf16", {"ci": False}),
+    ("openvino-f16", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --precision f16", {"ci": False}),
+    ("openvino-kvcache-f32",
+     "cmd:{venv_python} adapters/openvino/openvino_adapter.py --path kvcache --precision f32", {"ci": False}),
     # PagedAttentionExtension (--path paged): always causal bottom-right,
     # pages of 32 rows only (causal_only, page_sizes), no masks. A row
     # whose logits are all -Inf because of an infinite query outputs 0
     # (NANPROP, finding 26); PERMQ and PERMKV need problems without causal
     # masking, which it declines (INCOMPLETE, listed as CLAUSE?).
-    ("openvino-paged-f32", "cmd:{venv_python} adapters/openvino/openvino_adapter.py --path paged --precision f32",
-     ["NANPROP", "PERMKV?", "PERMQ?"], {"ci": False}),
+    ("openvino-paged-f32",
+     "cmd:{venv_python} adapters/openvino/openvino_adapter.py --path paged --precision f32", {"ci": False}),
     # ONNX Runtime 1.30's MultiHeadAttention contrib operator (a float32
     # kernel on the CPU; float16 runs it between the Casts ORT inserts):
     # without masks or causal masking it runs MLAS's flash
@@ -208,26 +196,21 @@ KERNELS = [
     # onnxruntime-node fails, and its SGEMM rounds the scaled logits once
     # per 128 of d_k (PRECREL, in MultiHeadAttention's draws).
     # docs/findings/onnxruntime-1.30.md, findings 40-43. Not in CI (its time limit).
-    ("onnxruntime-mha-float32", "cmd:{node} adapters/onnxruntime/adapter.js --op multi_head_attention",
-     ["FULLMASK", "MASKNAN", "NANPROP"], {"ci": False}),
-    ("onnxruntime-mha-float32-noflash", "cmd:{node} adapters/onnxruntime/adapter.js --op multi_head_attention",
-     ["FULLMASK", "MASKNAN", "NANPROP"], {"ci": False, "env": {"ORT_DISABLE_FLASH_ATTENTION": "1"}}),
-    ("onnxruntime-mha-float16", "cmd:{node} adapters/onnxruntime/adapter.js --op multi_head_attention --dtype float16",
-     ["FULLMASK", "MASKNAN", "NANPROP"], {"ci": False}),
-    ("onnxruntime-web-float32", "cmd:{node} adapters/onnxruntime/adapter.js --runtime web",
-     ["MASKNAN", "NANPROP", "GOLDEN"], {"ci": False}),
-    ("onnxruntime-web-float16", "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --dtype float16",
-     ["MASKNAN", "NANPROP", "GOLDEN", "TEMP", "ROWSUM", "PRECTIGHT"], {"ci": False}),
-    ("onnxruntime-web-gqa-float32", "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op group_query_attention",
-     ["WINDOW", "FULLMASK", "NANPROP"], {"ci": False}),
+    ("onnxruntime-mha-float32", "cmd:{node} adapters/onnxruntime/adapter.js --op multi_head_attention", {"ci": False}),
+    ("onnxruntime-mha-float32-noflash",
+     "cmd:{node} adapters/onnxruntime/adapter.js --op multi_head_attention", {"ci": False, "env": {"ORT_DISABLE_FLASH_ATTENTION": "1"}}),
+    ("onnxruntime-mha-float16",
+     "cmd:{node} adapters/onnxruntime/adapter.js --op multi_head_attention --dtype float16", {"ci": False}),
+    ("onnxruntime-web-float32", "cmd:{node} adapters/onnxruntime/adapter.js --runtime web", {"ci": False}),
+    ("onnxruntime-web-float16", "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --dtype float16", {"ci": False}),
+    ("onnxruntime-web-gqa-float32",
+     "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op group_query_attention", {"ci": False}),
     ("onnxruntime-web-gqa-float16",
-     "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op group_query_attention --dtype float16",
-     ["WINDOW", "FULLMASK", "NANPROP"], {"ci": False}),
-    ("onnxruntime-web-mha-float32", "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op multi_head_attention",
-     ["FULLMASK", "MASKNAN", "NANPROP", "PRECREL"], {"ci": False}),
+     "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op group_query_attention --dtype float16", {"ci": False}),
+    ("onnxruntime-web-mha-float32",
+     "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op multi_head_attention", {"ci": False}),
     ("onnxruntime-web-mha-float16",
-     "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op multi_head_attention --dtype float16",
-     ["FULLMASK", "MASKNAN", "NANPROP"], {"ci": False}),
+     "cmd:{node} adapters/onnxruntime/adapter.js --runtime web --op multi_head_attention --dtype float16", {"ci": False}),
     # JAX 0.10.2's jax.nn.dot_product_attention, implementation xla, on
     # the CPU (PyPI jax and jaxlib in .venv, adapters/jax/jax_adapter.py).
     # Its masks select a finite -0.7 * float32 max for blocked logits and
@@ -238,30 +221,22 @@ KERNELS = [
     # for since 2026-12-07 (finding 32). Each new shape costs a jax.jit
     # compilation (0.5-1.8 s): a column takes 27-45 minutes here.
     # docs/findings/jax-0.10.2.md, findings 30 on. Not in CI (its time limit).
-    ("jax-float64", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float64",
-     ["FULLMASK", "GRADMASK", "MASKNAN", "NANPROP", "WINDOW"], {"ci": False}),
-    ("jax-float32", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float32",
-     ["FULLMASK", "GRADMASK", "MASKNAN", "NANPROP", "WINDOW"], {"ci": False}),
+    ("jax-float64", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float64", {"ci": False}),
+    ("jax-float32", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float32", {"ci": False}),
     # bfloat16 also: the lse rounded to bfloat16 (LSE, SPLITKV, finding
     # 36) and XLA aborting the process on some backward shapes (GRADSUM,
     # GRADLIN, GRADGQA lose cases to kernel faults, finding 35).
-    ("jax-bfloat16", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype bfloat16",
-     ["FULLMASK", "GRADGQA", "GRADLIN", "GRADMASK", "GRADSUM", "LSE", "MASKNAN", "NANPROP", "SPLITKV", "WINDOW"],
-     {"ci": False}),
+    ("jax-bfloat16", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype bfloat16", {"ci": False}),
     # float16 as bfloat16's lse (finding 36); its backward forms dP = dO V^T
     # in float16, which overflows to Inf above 65504 and turns into NaN
     # where every exact gradient is finite (GRADLIN, finding 37).
-    ("jax-float16", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float16 --fallback-precision",
-     ["FULLMASK", "GRADLIN", "GRADMASK", "LSE", "MASKNAN", "NANPROP", "SPLITKV", "WINDOW"], {"ci": False}),
+    ("jax-float16", "cmd:{venv_python} adapters/jax/jax_adapter.py --dtype float16 --fallback-precision", {"ci": False}),
     # On an AVX-512 machine, the AVX2 code paths too, through the caps the
     # libraries read (XNNPACK has none; libtorch's bf16 matmul is chosen
     # from CPUID, not from a cap, so it is not repeated here).
-    ("onednn-f32@avx2", "onednn-f32", ["MASKNAN", "FULLMASK", "NANPROP", "GOLDEN"],
-     {"env": {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "cpu_kinds": AVX512_KINDS}),
-    ("onednn-bf16@avx2", "onednn-bf16", [], {"env": {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "cpu_kinds": AVX512_KINDS,
-                                             "available": False}),
-    ("libtorch-sdpa-f32@avx2", "libtorch-sdpa-f32", ["MASKNAN", "FULLMASK", "NANPROP", "PRECREL", "GRADMASK"],
-     {"env": {"ATEN_CPU_CAPABILITY": "avx2"}, "cpu_kinds": AVX512_KINDS}),
+    ("onednn-f32@avx2", "onednn-f32", {"env": {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "cpu_kinds": AVX512_KINDS}),
+    ("onednn-bf16@avx2", "onednn-bf16", {"env": {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "cpu_kinds": AVX512_KINDS}),
+    ("libtorch-sdpa-f32@avx2", "libtorch-sdpa-f32", {"env": {"ATEN_CPU_CAPABILITY": "avx2"}, "cpu_kinds": AVX512_KINDS}),
 ]
 EXIT_UNAVAILABLE = 3  # attnspec run: the kernel cannot run on this machine
 
@@ -327,11 +302,6 @@ def run_kernel(attnspec, name, argument, env, args):
         return json.load(f), seconds
 
 
-def must_be_available(options, kind):
-    available = options.get("available", True)
-    return available if isinstance(available, bool) else kind in available
-
-
 def cell(result):
     status = result["status"].upper()
     if result["informative"] and status == "FAIL":
@@ -373,22 +343,40 @@ def markdown(reports, args):
 
 def main():
     parser = argparse.ArgumentParser(description="Run the Findings: every real kernel under attnspec run.")
-    parser.add_argument("--attnspec", default=os.path.join(ROOT, "build", "attnspec"))
-    parser.add_argument("--profile", default="ci")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", default=os.path.join(ROOT, "build", "findings"))
-    parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--attnspec", default=os.path.join(ROOT, "build", "attnspec"),
+                        help="the attnspec binary (default: build/attnspec)")
+    parser.add_argument("--profile", default="ci",
+                        help="quick, ci or full (default ci; expected/ keeps whole vectors for quick)")
+    parser.add_argument("--seed", type=int, default=1, help="the run's seed (default 1)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "build", "findings"),
+                        help="where reports, logs and failures go (default build/findings)")
+    parser.add_argument("--only", nargs="*", default=[], metavar="NAME", help="only these kernels")
     parser.add_argument("--ci", action="store_true", help="only the kernels CI runs")
     parser.add_argument("--reports", action="store_true",
                         help="run nothing: read the reports (NAME.json) an earlier run left in --out, "
                              "check them and print their table (docs/findings/ keeps such runs)")
-    parser.add_argument("--markdown")
+    parser.add_argument("--accept", action="store_true",
+                        help="write each report's verdict vector into expected/NAME.json "
+                             "(quick profile, seed 1; review the differences first)")
+    parser.add_argument("--expected", default=EXPECTED, help=argparse.SUPPRESS)  # tests point it elsewhere
+    parser.add_argument("--markdown", metavar="FILE", help="also write the table to FILE")
     args = parser.parse_args()
     if not args.reports and not os.access(args.attnspec, os.X_OK):
         parser.error("no attnspec binary at %s (build it first: scripts/build.sh)" % args.attnspec)
-    unknown = set(args.only) - {name for name, _, _, _ in KERNELS}
+    if args.accept and not args.reports and (args.profile != "quick" or args.seed != 1):
+        parser.error("--accept keeps vectors of the quick profile with seed 1 only (this run: %s, seed %d)" %
+                     (args.profile, args.seed))
+    unknown = set(args.only) - {name for name, _, _ in KERNELS}
     if unknown:
         parser.error("unknown kernel(s) for --only: %s" % ", ".join(sorted(unknown)))
+    try:
+        # Every file is read first, so a malformed one stops the run before
+        # any kernel has been run.
+        expected = {name: expectations.load(args.expected, name) for name, _, _ in KERNELS
+                    if not args.only or name in args.only}
+    except expectations.BadExpectation as e:
+        print("findings: %s" % e, file=sys.stderr)
+        return 2
     node = shutil.which("node") or "node"
     os.makedirs(args.out, exist_ok=True)
     kind = cpu_kind()
@@ -396,7 +384,7 @@ def main():
     python = venv = None
     reports, surprises = [], []
     total_seconds = 0.0
-    for name, argument, expected, options in KERNELS:
+    for name, argument, options in KERNELS:
         if args.only and name not in args.only:
             continue
         if args.ci and options.get("ci", True) is False:
@@ -424,26 +412,33 @@ def main():
             print("no report")
             continue
         reports.append((name, report))
+        # A kept report is judged on the CPU kind it was measured on.
+        measured_on = report.get("platform", {}).get("cpu_kind", kind) if args.reports else kind
         if not report.get("available", True):
             print("not available on this CPU: %s" % report.get("unavailable"))
-            if must_be_available(options, kind):
-                surprises.append("%s: not available on this %s CPU, expected to run: %s" % (name, kind, report.get("unavailable")))
+            if expectations.must_be_available(expected[name], measured_on):
+                surprises.append("%s: not available on this %s CPU, expected to run: %s" %
+                                 (name, measured_on, report.get("unavailable")))
             continue
-        if options.get("available", True) is False:
+        if not expectations.must_be_available(expected[name], measured_on):
             surprises.append("%s: ran, expected to be reported as not available" % name)
-        # An INCOMPLETE clause fails the run too; it is listed as CLAUSE?.
-        failed = sorted([r["clause"] for r in report["results"] if r["status"] == "fail" and not r["informative"]] +
-                        [r["clause"] + "?" for r in report["results"] if r["status"] == "incomplete"])
+        failed = expectations.failing({r["clause"]: expectations.entry_of(r) for r in report["results"]})
         print("%d s%s, fails: %s" % (seconds, " of clauses" if args.reports else "", " ".join(failed) or "nothing"))
         total_seconds += seconds
-        if expected is not None and args.profile != "quick":
-            expected = [c for c in expected if c not in options.get("quick_only", [])] + options.get("ci_only", [])
-        if expected is not None:
-            # A kept report is judged on the CPU kind it was measured on.
-            measured_on = report.get("platform", {}).get("cpu_kind", kind) if args.reports else kind
-            expected = sorted(set(expected) | set(options.get("kind_fails", {}).get(measured_on, [])))
-        if expected is not None and failed != sorted(expected):
-            surprises.append("%s: fails %s, expected %s" % (name, failed or "nothing", sorted(expected) or "nothing"))
+        profile, seed = report.get("profile", args.profile), report.get("seed", args.seed)
+        if args.accept:
+            if (profile, seed) != ("quick", 1):
+                surprises.append("%s: not accepted: expected/ keeps vectors of the quick profile with seed 1, "
+                                 "this report is of %s, seed %s" % (name, profile, seed))
+                continue
+            kept = os.path.relpath(os.path.join(args.out, name + ".json"), ROOT)
+            where = kept if args.reports and not kept.startswith("..") else \
+                "a run of scripts/findings.py --profile quick on an %s CPU, %s" % (measured_on, time.strftime("%Y-%m-%d"))
+            expectations.accept(args.expected, name, report, measured_on, where)
+            print("findings: %-22s expected/%s.json rewritten from this report" % (name, name))
+            continue
+        found = expectations.compare(expected[name], report, measured_on, profile, seed)
+        surprises += ["%s: %s" % (name, s) for s in found]
     if reports:
         table = markdown(reports, args)
         print("\nFindings (%s profile, seed %d):\n\n%s" % (args.profile, args.seed, table))

@@ -34,7 +34,8 @@ shape = "-"
 if one["counterexample"]:
     c = json.load(open(one["counterexample"] + "/case.json"))
     shape = ", ".join(str(c[k]) for k in ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "d_k", "d_v"))
-cases = one["cases"] if one["status"] == "fail" else "escaped"
+# The case that failed first (a failing clause goes on to judge every case).
+cases = (one.get("first_failing_case") or one["cases"]) if one["status"] == "fail" else "escaped"
 row = f"| {mutant} | {bug} | {clause} | {cases} | {shape} |"
 print(row + (f" {' '.join(failing)} |" if failing is not None else ""))
 PY

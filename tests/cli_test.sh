@@ -84,6 +84,13 @@ assert r['format'] == 'attnspec-report/1' and r['kernel'] == 'online-bf16', r
 assert [x['clause'] for x in r['results']] == ['FULLMASK', 'PREC'], r
 assert all(x['status'] == 'pass' and x['dtype'] == 'bfloat16' for x in r['results'])"
 check "report.xml" grep -q '<testcase classname="attnspec.online-bf16" name="PREC.bfloat16"' "$work/report.xml"
+# A failing clause judges every case it draws, unless told to stop.
+check "a failing clause judges every case" run 1 run --kernel mutant-scale-dmodel --clause SCALE --no-shrink \
+  --save-failures "$work/every"
+check "and counts its failing cases" says "of 100 judged drawn case(s) fail (small"
+check "--stop-at-first-failure" run 1 run --kernel mutant-scale-dmodel --clause SCALE --no-shrink \
+  --stop-at-first-failure --save-failures "$work/first"
+check "says where it stopped" says "judging stopped at this first failure (--stop-at-first-failure)"
 # --jobs: clauses in worker processes give the report of one process.
 check "run in two worker processes" run 0 run --kernel online-bf16 --clause PREC --clause FULLMASK --clause SCALE \
   --jobs 2 --json "$work/jobs2.json"

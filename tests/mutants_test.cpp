@@ -33,8 +33,9 @@ TEST_P(Mutant, IsCaughtByItsClauseWithASmallCounterexample) {
 
   const Case saved = load_case(r.counterexample_dir);
   const Dims& d = saved.problem.dims;
-  std::printf("  %s: caught by %s after %d cases; counterexample B=%d Hq=%d Hkv=%d L=%d S=%d d_k=%d d_v=%d\n",
-              std::string(entry.name).c_str(), std::string(entry.clause).c_str(), r.outcome.cases, d.batch, d.q_heads,
+  std::printf("  %s: caught by %s at case %d (%d cases judged); counterexample B=%d Hq=%d Hkv=%d L=%d S=%d d_k=%d d_v=%d\n",
+              std::string(entry.name).c_str(), std::string(entry.clause).c_str(), r.outcome.first_failing_case,
+              r.outcome.cases, d.batch, d.q_heads,
               d.kv_heads, d.q_len, d.kv_len, d.d_k, d.d_v);
   const Dims& largest = entry.largest;  // what the bug needs, no more
   EXPECT_LE(d.batch, largest.batch);

@@ -94,6 +94,77 @@ TEST(Runner, GoldenJudgesEveryCaseAndNamesEveryFailure) {
   EXPECT_NE(r.outcome.reason.find("(causal_top_left, softcap)"), std::string::npos) << r.outcome.reason;
   EXPECT_NE(r.outcome.reason.find("first: causal_top_left: "), std::string::npos) << r.outcome.reason;
   EXPECT_GE(r.outcome.cases, 10);
+  // The same failures as labels a script compares (expected/).
+  EXPECT_EQ(r.outcome.signatures, (std::vector<std::string>{"golden:causal_top_left", "golden:softcap"}));
+  EXPECT_EQ(report_json(run_conformance(kernel, "wrong-on-two", options))["results"][0]["signatures"],
+            nlohmann::json({"golden:causal_top_left", "golden:softcap"}));
+}
+
+// A kernel wrong on every tile-sized problem only (each output off by 1).
+class WrongOnTileProblems final : public WrappedKernel {
+ public:
+  WrongOnTileProblems() : WrappedKernel(make_kernel("online-f32")) {}
+  KernelResult run(const Problem& p) override {
+    KernelResult r = WrappedKernel::run(p);
+    if (classify_shape(p.dims) == ShapeClass::tile)
+      for (double& x : r.out) x += 1;
+    return r;
+  }
+};
+
+// A failing clause judges every drawn case, not only those up to its
+// first failure: it counts the failing ones and names their shape classes,
+// and it draws the same problems a passing kernel gets (the second search
+// replays the first one's draws), so the counts are of the same run.
+TEST(Runner, AFailingClauseJudgesEveryDrawnCase) {
+  RunOptions options;
+  options.clauses = {"PREC"};
+  options.shrink = false;
+  WrongOnTileProblems wrong;
+  const ClauseReport failing = run_conformance(wrong, "wrong-on-tiles", options).results.front();
+  const auto right = make_kernel("online-f32");
+  const ClauseReport passing = run_conformance(*right, "online-f32", options).results.front();
+  ASSERT_EQ(passing.outcome.status, Status::pass) << passing.outcome.reason;
+  ASSERT_EQ(failing.outcome.status, Status::fail);
+  EXPECT_EQ(failing.outcome.cases, passing.outcome.cases);
+  EXPECT_EQ(failing.outcome.judged_by_shape, passing.outcome.judged_by_shape);
+  const int tiles = passing.outcome.judged_by_shape[static_cast<std::size_t>(ShapeClass::tile)];
+  ASSERT_GT(tiles, 0);
+  const std::string count = std::to_string(tiles) + " of " + std::to_string(passing.outcome.cases) +
+                            " judged drawn case(s) fail (tile " + std::to_string(tiles) + ")";
+  EXPECT_NE(failing.outcome.reason.find(count), std::string::npos) << failing.outcome.reason;
+  EXPECT_EQ(failing.outcome.signatures, std::vector<std::string>{"shape:tile"});
+  EXPECT_GE(failing.outcome.first_failing_case, 1);
+  EXPECT_LE(failing.outcome.first_failing_case, failing.outcome.cases);
+  EXPECT_EQ(passing.outcome.first_failing_case, 0);
+}
+
+// A kernel whose machinery fails on every third call (a process adapter
+// that crashes now and then): the lost cases fail the clause, the others
+// are still judged, and the report labels the failure "faults".
+class FaultsEveryThirdCall final : public WrappedKernel {
+ public:
+  FaultsEveryThirdCall() : WrappedKernel(make_kernel("online-f32")) {}
+  KernelResult run(const Problem& p) override {
+    if (calls_++ % 3 == 2) throw KernelFault("adapter crashed (simulated)");
+    return WrappedKernel::run(p);
+  }
+
+ private:
+  int calls_ = 0;
+};
+
+TEST(Runner, LostCasesFailTheClauseAndAreLabelledFaults) {
+  FaultsEveryThirdCall kernel;
+  RunOptions options;
+  options.clauses = {"SCALE", "GOLDEN"};
+  options.shrink = false;
+  for (const ClauseReport& r : run_conformance(kernel, "faults-every-third-call", options).results) {
+    EXPECT_EQ(r.outcome.status, Status::fail) << r.clause;
+    EXPECT_NE(r.outcome.reason.find("lost to kernel faults"), std::string::npos) << r.clause << ": " << r.outcome.reason;
+    EXPECT_GT(r.outcome.cases, 0) << r.clause;  // the other cases were judged
+    EXPECT_EQ(r.outcome.signatures, std::vector<std::string>{"faults"}) << r.clause;
+  }
 }
 
 // A kernel whose reduction order changes between calls: every other call

@@ -1,5 +1,6 @@
 // GOLDEN: the bundled golden cases (cases/golden) that the kernel can take,
 // within the precision model's bound of their certified results.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -95,6 +96,7 @@ ClauseOutcome check_golden(PropertyContext& context) {
     for (const std::string& name : failing) {
       if (!names.empty()) names += ", ";
       names += name;
+      outcome.signatures.push_back("golden:" + name);
     }
     outcome.reason = std::to_string(failing.size()) + " of " + std::to_string(outcome.cases) +
                      " judged golden case(s) fail (" + names + "); first: " + first_failure;
@@ -106,6 +108,8 @@ ClauseOutcome check_golden(PropertyContext& context) {
     outcome.bound_u = stats.bound_u;
     outcome.bound_used = stats.max_ratio;
   }
+  if (faulted > 0) outcome.signatures.push_back("faults");
+  std::sort(outcome.signatures.begin(), outcome.signatures.end());
   if (faulted > 0 && outcome.status == Status::pass) {
     outcome.status = Status::fail;
     outcome.reason = std::to_string(faulted) + " golden case(s) lost to kernel faults (first: " + first_fault + "); the other " +

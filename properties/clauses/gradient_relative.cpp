@@ -62,23 +62,33 @@ ClauseOutcome check_gradrel(PropertyContext& context) {
     return "";
   });
   if (outcome.status != Status::pass) return outcome;
+  // Every class and gradient is judged: the first that misses the
+  // yardstick is described and its worst problem saved, the others named.
+  std::string others;
   for (int c = 0; c < kShapeClasses; ++c)
     for (std::size_t n = 0; n < std::size(kGradientTensors); ++n) {
       const TensorMaxima& m = maxima[static_cast<std::size_t>(c)][n];
       if (m.gradrel.met()) continue;
-      outcome.status = Status::fail;
-      outcome.counterexample = m.worst;
       const char name = kGradientTensors[n];
       const std::string tensor = name == 'S' ? "the sinks' gradient" : std::string("d") + name;
+      const std::string shape(to_string(static_cast<ShapeClass>(c)));
+      outcome.signatures.push_back("shape:" + shape + ":" + (name == 'S' ? std::string("dsinks") : tensor));
+      if (outcome.status == Status::fail) {
+        others += (others.empty() ? "" : ", ") + shape + " " + tensor;
+        continue;
+      }
+      outcome.status = Status::fail;
+      outcome.counterexample = m.worst;
       char text[300];
       std::snprintf(text, sizeof text,
                     "%s problems: %s's max error %.3g over %d problems exceeds %g x the textbook backward's %.3g in the "
                     "same formats (the worst of its four ways) + the rounding floor %.3g",
-                    std::string(to_string(static_cast<ShapeClass>(c))).c_str(), tensor.c_str(), m.gradrel.kernel_error,
-                    problems[static_cast<std::size_t>(c)], kGradrelFactor, m.gradrel.yardstick_error, m.gradrel.floor);
+                    shape.c_str(), tensor.c_str(), m.gradrel.kernel_error, problems[static_cast<std::size_t>(c)],
+                    kGradrelFactor, m.gradrel.yardstick_error, m.gradrel.floor);
       outcome.reason = text;
-      return outcome;
     }
+  if (!others.empty()) outcome.reason += "; also outside it: " + others;
+  std::sort(outcome.signatures.begin(), outcome.signatures.end());
   return outcome;
 }
 

@@ -83,10 +83,10 @@ ClauseOutcome run_layout_property(PropertyContext& context, const LayoutBody& bo
     } catch (const NothingChecked&) {
       throw;
     } catch (const std::exception&) {
-      failing = recipe;  // the harness fails the case with the message
+      if (!context.judging_the_rest) failing = recipe;  // the harness fails the case with the message
       throw;
     }
-    if (!failure.empty()) failing = recipe;
+    if (!failure.empty() && !context.judging_the_rest) failing = recipe;
     return failure;
   });
   if (outcome.counterexample) outcome.counterexample_layout = failing;

@@ -1,5 +1,6 @@
 // PREC, PRECTIGHT, LSE and PRECREL: the kernel against the certified reference, with
 // the precision model's bounds (spec/SPEC.md sections 6 and 7).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -131,19 +132,28 @@ ClauseOutcome check_precrel(PropertyContext& context) {
     return "";
   });
   if (outcome.status != Status::pass) return outcome;
+  // Every class is judged: the first that misses the yardstick is
+  // described and its worst problem saved, the others named.
+  std::string others;
   for (int c = 0; c < kShapeClasses; ++c) {
     const ClassMaxima& m = maxima[static_cast<std::size_t>(c)];
     if (m.kernel_error_low <= 2 * m.naive_error_high + m.floor) continue;
+    const std::string shape(to_string(static_cast<ShapeClass>(c)));
+    outcome.signatures.push_back("shape:" + shape);
+    if (outcome.status == Status::fail) {
+      others += (others.empty() ? "" : ", ") + shape;
+      continue;
+    }
     outcome.status = Status::fail;
     outcome.counterexample = m.worst;
     char text[240];
     std::snprintf(text, sizeof text,
                   "%s problems: max error %.3g over %d problems exceeds 2 x the naive kernel's %.3g + the rounding floor %.3g",
-                  std::string(to_string(static_cast<ShapeClass>(c))).c_str(), m.kernel_error, m.problems, m.naive_error,
-                  m.floor);
+                  shape.c_str(), m.kernel_error, m.problems, m.naive_error, m.floor);
     outcome.reason = text;
-    break;
   }
+  if (!others.empty()) outcome.reason += "; also in the " + others + " problems";
+  std::sort(outcome.signatures.begin(), outcome.signatures.end());
   return outcome;
 }
 

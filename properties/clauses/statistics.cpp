@@ -105,6 +105,7 @@ ClauseOutcome check_var(PropertyContext& context) {
         return outcome;
       } catch (const KernelFault& e) {
         outcome.status = Status::fail;
+        outcome.signatures = {"faults"};
         outcome.reason = "1 case(s) lost to kernel faults (first: " + printable(e.what(), 2000) +
                          "); the statistical test of d_k = " + std::to_string(d_k) + " was not judged";
         outcome.counterexample = p;

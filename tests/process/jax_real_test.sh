@@ -51,7 +51,7 @@ expect_failure() {
   local status=0
   # --no-shrink: each new shape costs JAX a compilation (about a second).
   "$ATTNSPEC" run --kernel "cmd:$python $work/$name/jax_adapter.py --dtype float32" --no-shrink \
-    --profile quick --clause "$clause" --save-failures "$work/$name/failures" >"$work/$name.log" 2>&1 || status=$?
+    --profile quick --stop-at-first-failure --clause "$clause" --save-failures "$work/$name/failures" >"$work/$name.log" 2>&1 || status=$?
   if [ "$status" -ne 1 ] || ! grep -q "^FAIL  $clause" "$work/$name.log"; then
     cat "$work/$name.log"
     echo "jax adapter, $name: expected $clause to fail (exit 1), got exit $status" >&2

@@ -25,7 +25,7 @@ open(path, "w").write(text.replace(find, replace))
 PY
   local status=0
   "$ATTNSPEC" run --kernel "cmd:$python $copy/numpy_adapter.py --dtype float32" --profile quick --no-shrink \
-    --save-failures "$work/failures-$name" --clause "$clause" >"$work/$name.txt" 2>&1 || status=$?
+    --stop-at-first-failure --save-failures "$work/failures-$name" --clause "$clause" >"$work/$name.txt" 2>&1 || status=$?
   if [ "$status" -ne 1 ] || ! grep -q "^FAIL  $clause " "$work/$name.txt"; then
     cat "$work/$name.txt"
     echo "the adapter with bug '$name' was not caught by $clause (exit $status)"

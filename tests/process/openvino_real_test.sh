@@ -44,7 +44,7 @@ expect_failure() {
   fi
   local status=0
   "$ATTNSPEC" run --kernel "cmd:$python $work/$name/openvino_adapter.py --path $path" \
-    --profile quick --clause "$clause" --save-failures "$work/$name/failures" >"$work/$name.log" 2>&1 || status=$?
+    --profile quick --stop-at-first-failure --clause "$clause" --save-failures "$work/$name/failures" >"$work/$name.log" 2>&1 || status=$?
   if [ "$status" -ne 1 ] || ! grep -q "^FAIL  $clause" "$work/$name.log"; then
     cat "$work/$name.log"
     echo "openvino adapter, $name: expected $clause to fail (exit 1), got exit $status" >&2
