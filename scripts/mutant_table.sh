@@ -3,7 +3,8 @@
 # its intended clause, the number of cases until the first failure and the
 # shape of the shrunk counterexample (quick profile, seed 1); with ALL=1
 # also every clause that fails in the quick profile without shrinking
-# (about a minute per mutant). Usage: [ALL=1] scripts/mutant_table.sh [BUILD_DIR]
+# (about a minute per mutant); ONLY=REGEX limits the rows to the mutants
+# whose names match. Usage: [ALL=1] [ONLY=REGEX] scripts/mutant_table.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 attnspec="${1:-$root/build}/attnspec"
@@ -17,7 +18,7 @@ else
   echo "| mutant | bug | intended clause | cases to first failure | counterexample (B, Hq, Hkv, L, S, d_k, d_v) |"
   echo "|---|---|---|---|---|"
 fi
-"$attnspec" kernels --mutants | awk '/^mutant-/ {print $1, $4}' | while read -r mutant clause; do
+"$attnspec" kernels --mutants | awk -v only="${ONLY:-.}" '/^mutant-/ && $1 ~ only {print $1, $4}' | while read -r mutant clause; do
   bug="$("$attnspec" kernels --mutants | awk -v m="$mutant" '$1 == m { $1 = ""; $2 = ""; $3 = ""; $4 = ""; sub(/^ +/, ""); print }')"
   if [ "$all" = 1 ]; then
     "$attnspec" run --kernel "$mutant" --no-shrink --json "$work/all.json" --save-failures "$work/all" >/dev/null || true

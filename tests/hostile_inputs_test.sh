@@ -105,10 +105,10 @@ mkdir "$work/special/k.npy"
 check "3: k.npy a directory" run 2 check "$work/special" --kernel naive-f64
 check "3: named as a directory, not a library error" says "k.npy: is a directory, not a regular file"
 faulty="cmd:$python $source_dir/tests/process/faulty_adapter.py"
-check "3: an adapter's out.npy a link to /dev/zero" run 1 run --kernel "$faulty --fault out-devzero" --clause SCALE \
+check "3: an adapter's out.npy a link to /dev/zero" run 1 run --stop-at-first-failure --kernel "$faulty --fault out-devzero" --clause SCALE \
   --no-shrink --save-failures "$work/f3"
 check "3: the case fails, naming the file" says "out.npy: is a character device"
-check "3: an adapter's out.npy a FIFO" run 1 run --kernel "$faulty --fault out-fifo" --clause SCALE --no-shrink \
+check "3: an adapter's out.npy a FIFO" run 1 run --stop-at-first-failure --kernel "$faulty --fault out-fifo" --clause SCALE --no-shrink \
   --save-failures "$work/f3"
 check "3: named as a FIFO" says "out.npy: is a FIFO"
 rm -rf "${TMPDIR:?}"/*
@@ -120,20 +120,20 @@ rm -rf "${TMPDIR:?}"/*
 check "4: a chatty adapter that declines" run 0 run --kernel "$faulty --fault unsupported --stderr-kb 200" --clause SCALE \
   --allow-incomplete
 check "4: its log is removed after a run that did not fail" tmp_empty
-check "4: a chatty adapter whose run fails" run 1 run --kernel "$faulty --fault error --stderr-kb 20000" --clause SCALE \
+check "4: a chatty adapter whose run fails" run 1 run --stop-at-first-failure --kernel "$faulty --fault error --stderr-kb 20000" --clause SCALE \
   --no-shrink --save-failures "$work/f4"
 log="$(sed -n 's/.*adapter stderr kept: //p' "$work/out.txt")"
 check "4: the failed run keeps its log" test -f "$log"
 check "4: at most head + tail + a line" test "$(stat -c %s "$log" 2>/dev/null || echo 0)" -lt 2200000
 check "4: saying how much was left out" grep -q "bytes of the adapter's stderr left out here" "$log"
 rm -rf "${TMPDIR:?}"/*
-check "4: a silent adapter whose run fails" run 1 run --kernel "$faulty --fault error" --clause SCALE --no-shrink \
+check "4: a silent adapter whose run fails" run 1 run --stop-at-first-failure --kernel "$faulty --fault error" --clause SCALE --no-shrink \
   --save-failures "$work/f4-silent"
 check "4: says its stderr was empty" says "adapter stderr: empty (nothing kept)"
 check "4: and leaves no empty log behind" tmp_empty
 
 # 5. Binary garbage for an answer fails the case, not the run.
-check "5: binary garbage" run 1 run --kernel "$faulty --fault binary" --clause SCALE --clause ROWSUM --no-shrink \
+check "5: binary garbage" run 1 run --stop-at-first-failure --kernel "$faulty --fault binary" --clause SCALE --clause ROWSUM --no-shrink \
   --json "$work/f5.json" --save-failures "$work/f5"
 check "5: both clauses reported" says "FAIL  ROWSUM"
 check "5: the report is valid JSON" "$python" -c "import json; json.load(open('$work/f5.json'))"
@@ -143,11 +143,11 @@ check "5: garbage reaches the terminal escaped" output_clean
 rm -rf "${TMPDIR:?}"/*
 
 # 6. Control characters, a 500 kB error string, a 100 MB line.
-check "6: a 500 kB error with escape sequences" run 1 run --kernel "$faulty --fault escape-error" --clause SCALE \
+check "6: a 500 kB error with escape sequences" run 1 run --stop-at-first-failure --kernel "$faulty --fault escape-error" --clause SCALE \
   --no-shrink --save-failures "$work/f6"
 check "6: printed escaped and cut" output_clean
 check "6: with how much was cut" says "more bytes\]"
-check "6: a 100 MB line" run 1 run --kernel "$faulty --fault long-line" --clause SCALE --no-shrink --save-failures "$work/f6"
+check "6: a 100 MB line" run 1 run --stop-at-first-failure --kernel "$faulty --fault long-line" --clause SCALE --no-shrink --save-failures "$work/f6"
 check "6: named as too long, not as a timeout" says "more than 1048576 bytes without a newline"
 rm -rf "${TMPDIR:?}"/*
 
@@ -156,7 +156,7 @@ check "7: an adapter that fails its hello" run 2 run --kernel "$faulty --fault s
 check "7: leaves no directory behind" tmp_empty
 check "7: a run that passes" run 0 run --kernel "$faulty --fault unsupported" --clause SCALE --allow-incomplete
 check "7: leaves no directory behind" tmp_empty
-check "7: an adapter with helpers that outlive it" run 1 run --kernel "$faulty --fault descendants --pidfile $work/pids" \
+check "7: an adapter with helpers that outlive it" run 1 run --stop-at-first-failure --kernel "$faulty --fault descendants --pidfile $work/pids" \
   --clause SCALE --no-shrink --save-failures "$work/f7"
 sleep 0.2
 alive=""

@@ -212,6 +212,19 @@ TEST(GtestSuite, DetermFailsUnderStrictDeterminism) {
   unsetenv("ATTNSPEC_STRICT_DETERMINISM");
 }
 
+// The backward's determinism, with the mutant whose keys' gradients are
+// accumulated in another order on every other call (atomics).
+void run_graddeterm_in_gtest_suite() {
+  testing::ClauseTest test([] { return make_kernel("mutant-backward-order-per-call"); }, "GRADDETERM");
+  test.TestBody();
+}
+
+TEST(GtestSuite, GradDetermFailsUnderStrictDeterminism) {
+  setenv("ATTNSPEC_STRICT_DETERMINISM", "1", 1);
+  EXPECT_NONFATAL_FAILURE(run_graddeterm_in_gtest_suite(), "GRADDETERM");
+  unsetenv("ATTNSPEC_STRICT_DETERMINISM");
+}
+
 TEST(GtestSuite, DetermIsInformativeByDefault) {
   unsetenv("ATTNSPEC_STRICT_DETERMINISM");
   ::testing::internal::CaptureStdout();

@@ -382,6 +382,8 @@ std::span<const MutantEntry> mutant_kernels() {
     entries.insert(entries.end(), layouts.begin(), layouts.end());
     const std::span<const MutantEntry> backward = backward_mutant_kernels();
     entries.insert(entries.end(), backward.begin(), backward.end());
+    const std::span<const MutantEntry> laws = law_mutant_kernels();
+    entries.insert(entries.end(), laws.begin(), laws.end());
     return entries;
   }();
   return all;

@@ -21,6 +21,16 @@ namespace attnspec {
 // larger maximum).
 inline constexpr Dims kSmallCounterexample{2, 4, 2, 4, 40, 4, 4};
 
+// What the saved counterexample shows on its own. Most bugs are in the
+// function: the case fails `attnspec check` alone. Some law mutants' bugs
+// are in how calls relate (adapters/mutants/law_mutants.cpp).
+enum class Witness {
+  alone,                  // the saved case fails against the reference on its own
+  repeated_calls,         // the saved case, run twice, gives different bits
+  statistical,            // none: the clause's fixed-seed statistical test
+  after_an_earlier_call,  // the saved case passes alone: the bug needs the call before it
+};
+
 struct MutantEntry {
   std::string_view name;
   std::string_view bug;     // what is wrong, in one line
@@ -29,14 +39,17 @@ struct MutantEntry {
   // Each dimension of the shrunk counterexample is at most this: what the
   // bug needs (a tile-boundary bug needs a tile-sized shape).
   Dims largest = kSmallCounterexample;
+  Witness witness = Witness::alone;
 };
 
 // Every mutant: the row and 32-key-tile ones (mutants.cpp), then the
 // tile-boundary ones (tile_mutants.cpp), the layout ones
-// (layout_mutants.cpp) and the backward ones (backward_mutants.cpp).
+// (layout_mutants.cpp), the backward ones (backward_mutants.cpp) and the
+// law ones (law_mutants.cpp).
 std::span<const MutantEntry> mutant_kernels();
 std::span<const MutantEntry> tile_mutant_kernels();
 std::span<const MutantEntry> layout_mutant_kernels();  // layout_mutants.cpp: SPEC 2.5's layouts
 std::span<const MutantEntry> backward_mutant_kernels();  // backward_mutants.cpp: SPEC 2.6's gradients
+std::span<const MutantEntry> law_mutant_kernels();       // law_mutants.cpp: bugs PREC cannot see (SPEC 7.4)
 
 }  // namespace attnspec
