@@ -2,6 +2,7 @@
 // it finishes, optional JSON and JUnit reports, counterexamples saved as
 // case directories. Exit status 0 all pass or skip, 1 a failure, 2 usage,
 // 3 a kernel not available on this machine (nothing judged).
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -27,7 +28,7 @@ struct RunArgs {
   std::string profile = "quick";
   std::vector<std::string> clauses;
   std::uint64_t seed = 1;
-  std::string json, junit, save_failures = "attnspec-failures", shard;
+  std::string json, json_dir, junit, save_failures = "attnspec-failures", shard;
   bool strict_determinism = false;
   bool no_shrink = false;
   bool stop_at_first_failure = false;
@@ -55,6 +56,20 @@ std::vector<std::string> worker_arguments(const RunArgs& args, const std::string
 // adapter's quick profile took 96 s with one worker and 57 s with two on
 // a 2-core machine (README, the budgets).
 int jobs_for(const RunArgs& args) { return args.jobs > 0 ? args.jobs : default_jobs(); }
+
+// One report per kernel, DIR/KERNEL.json, the name kept to letters,
+// digits, '.', '_' and '-' (a process adapter's reported name may hold
+// anything).
+void write_report_per_kernel(const std::string& dir, const std::vector<RunReport>& reports) {
+  std::filesystem::create_directories(dir);
+  for (const RunReport& report : reports) {
+    std::string file = report.kernel;
+    for (char& c : file)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+    write_file_atomically((std::filesystem::path(dir) / (file + ".json")).string(),
+                          report_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  }
+}
 
 std::unique_ptr<Kernel> kernel_or_error(const std::string& name) {
   std::unique_ptr<Kernel> kernel = make_kernel(name);
@@ -232,6 +247,7 @@ int run(const RunArgs& args) {
     write_file_atomically(args.json,
                           report_json(reports.front()).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!args.junit.empty()) write_file_atomically(args.junit, report_junit(reports.front()));
+  if (!args.json_dir.empty()) write_report_per_kernel(args.json_dir, reports);
   for (const RunReport& report : reports)
     if (report.failed()) return 1;
   return unavailable ? kExitUnavailable : 0;
@@ -259,6 +275,10 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--seed", args->seed, "seed of the generators (default 1); the same seed gives the same run")
       ->check(unsigned_64());
   sub->add_option("--json", args->json, "write the attnspec-report/1 JSON report to FILE")->check(writable_file());
+  sub->add_option("--json-dir", args->json_dir,
+                  "write one attnspec-report/1 JSON report per kernel into DIR, as KERNEL.json (what a sweep keeps for "
+                  "each seed; --json takes one kernel)")
+      ->check(creatable_directory());
   sub->add_option("--junit", args->junit, "write a JUnit XML report to FILE (one testcase per clause x format)")
       ->check(writable_file());
   sub->add_option("--save-failures", args->save_failures, "directory for counterexample case directories (default attnspec-failures)")

@@ -15,7 +15,11 @@
 # (default build/false-alarm). To stop a sweep without losing the seeds
 # under way, `touch OUT/stop`: no further seed starts, the running ones
 # finish and enter the ledger (killing the script instead leaves its
-# running seeds going on by themselves).
+# running seeds going on by themselves). With a LEDGER, each finished seed
+# keeps its JSON reports, one per kernel, packed with the binary's hash,
+# the commit, the CPU kind and the time into REPORTS (default
+# bench/sweeps), and its ledger line is built from them
+# (scripts/ledger.py; `ledger.py verify` checks the ledger against them).
 # Usage: scripts/false_alarm.sh [FIRST_SEED] [LAST_SEED]   (default 1 100)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,6 +37,8 @@ for c in ${CLAUSES:-}; do selection+=(--clause "$c"); done
 out="${OUT:-$root/build/false-alarm}"
 mkdir -p "$out"
 ledger="${LEDGER:-}"
+reports="${REPORTS:-$root/bench/sweeps}"
+python="${PYTHON:-python3}"  # the standard library is enough for scripts/ledger.py
 # COMMIT: the commit the binary was built from, where ATTNSPEC names a
 # copy built earlier (default: HEAD).
 commit="${COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}"
@@ -54,23 +60,32 @@ kind="$("$attnspec" kernels 2>/dev/null | sed -n 's/.*kind \([a-z0-9-]*\).*/\1/p
 # Arrays do not pass through export: the selection goes as one
 # newline-separated string, split back in one_seed.
 selection_lines="$(printf '%s\n' "${selection[@]}")"
-export attnspec selection_lines profile out ledger commit kind
+export attnspec selection_lines profile out ledger commit kind reports python root
 export ledger_kernels="${KERNELS:-builtin}" ledger_clauses="${CLAUSES:-all}"
 one_seed() {
   local seed="$1"
   local -a selection
   mapfile -t selection <<<"$selection_lines"
   if [ -e "$out/stop" ]; then rm -f "$out/seed-$seed.txt"; echo "seed $seed: not run (stop requested)"; return; fi
+  rm -rf "$out/reports-$seed"
   "$attnspec" run "${selection[@]}" --profile "$profile" --seed "$seed" --save-failures "$out/failures-$seed" \
-    >"$out/seed-$seed.txt" 2>&1
-  local status=$? result
+    --json-dir "$out/reports-$seed" >"$out/seed-$seed.txt" 2>&1
+  local status=$? result seed_file line
   result="$(tail -n 1 "$out/seed-$seed.txt")"
   echo "seed $seed: $result"
   # Only finished runs (exit 0: all passed, 1: a failure) enter the
-  # ledger; a run killed part way says nothing about its seed.
+  # ledger; a run killed part way says nothing about its seed. The line
+  # is built from the kept reports and must say what the run printed.
   if [ -n "$ledger" ] && [ "$status" -le 1 ]; then
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit" "${kind:-unknown}" "$profile" \
-      "$ledger_kernels" "$ledger_clauses" "$seed" "$result" >>"$ledger"
+    seed_file="$("$python" "$root/scripts/ledger.py" pack --reports-dir "$out/reports-$seed" --out-dir "$reports" \
+      --commit "$commit" --kind "${kind:-unknown}" --profile "$profile" --kernels "$ledger_kernels" \
+      --clauses "$ledger_clauses" --seed "$seed" --binary "$attnspec" --date "$(date -u +%Y-%m-%dT%H:%MZ)")" || return
+    line="$("$python" "$root/scripts/ledger.py" build "$seed_file")" || return
+    if [ "${line##*$'\t'}" != "$result" ]; then
+      echo "seed $seed: the reports say '${line##*$'\t'}', the run printed '$result': not entered" >&2
+      return
+    fi
+    printf '%s\n' "$line" >>"$ledger"
   fi
 }
 export -f one_seed
