@@ -52,6 +52,7 @@ enum class Bug {
   no_rescale,           // online softmax forgets to rescale the output when the max grows
   descale_v_dropped,    // v's descale never applied (flashinfer#1023: fp8 scales ignored by one backend)
   descale_query_head,   // descales read as if [B, Hq]: entry b Hq + h, not (b, h / group)
+  none,                 // no bug: the held-out kernel of make_weights_rounded_kernel
 };
 
 // Visibility with a bug's causal alignment and window (the mask as in the
@@ -148,10 +149,22 @@ class MutantBase : public Kernel {
   Bug bug_;
 };
 
+// w rounded to `bits` significant bits, to nearest, ties to even (24 or
+// more: w itself).
+float round_to_bits(float w, int bits) {
+  if (bits >= 24 || w == 0 || !std::isfinite(w)) return w;
+  int exponent = 0;
+  const double fraction = std::frexp(static_cast<double>(w), &exponent);  // in [0.5, 1)
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(fraction, bits)), exponent - bits));
+}
+
 // One head at a time: the logit matrix, a softmax per row, then P V.
 class RowKernel final : public MutantBase {
  public:
   using MutantBase::MutantBase;
+  // The held-out kernel of the tight tier's sensitivity: weights rounded
+  // to `bits` significant bits before P V, no bug otherwise.
+  RowKernel(std::string name, int weight_bits) : MutantBase(std::move(name), Bug::none), weight_bits_(weight_bits) {}
 
   KernelResult run(const Problem& p) override {
     const Dims& d = p.dims;
@@ -200,7 +213,9 @@ class RowKernel final : public MutantBase {
           if (bug_ != Bug::softmax_query_axis) normalise_row(w, S, seen.data() + i * S, sink, result.lse[row]);
           for (std::size_t j = 0; j < S; ++j) {
             if (!seen[i * S + j] && bug_ != Bug::nan_leak) continue;
-            const float weight = bug_ == Bug::weights_bf16 ? static_cast<float>(round_to_format(w[j], FormatId::bfloat16)) : w[j];
+            const float weight = weight_bits_ ? round_to_bits(w[j], weight_bits_)
+                                 : bug_ == Bug::weights_bf16 ? static_cast<float>(round_to_format(w[j], FormatId::bfloat16))
+                                                             : w[j];
             const auto v = p.value_row(b, g, static_cast<int>(j));
             for (int t = 0; t < d.d_v; ++t) result.out[row * d.d_v + t] += weight * static_cast<float>(v[t]);
           }
@@ -213,6 +228,8 @@ class RowKernel final : public MutantBase {
   }
 
  private:
+  int weight_bits_ = 0;  // 0: as the bug says
+
   // Softmax in place over one row's keys, with the sink (if any) one more
   // term of the denominator; sets lse.
   void normalise_row(float* x, std::size_t S, const char* seen, std::optional<float> sink, double& lse) const {
@@ -323,6 +340,10 @@ std::unique_ptr<Kernel> make(const char* name) {
 
 // A function-local table: the tests take it during static initialisation,
 // possibly before this file's namespace-scope objects exist.
+std::unique_ptr<Kernel> make_weights_rounded_kernel(int bits) {
+  return std::make_unique<RowKernel>("weights-rounded-to-" + std::to_string(bits) + "-bits", bits);
+}
+
 std::span<const MutantEntry> mutant_kernels() {
   static const std::array kMutants = {
     ATTNSPEC_MUTANT(RowKernel, scale_dmodel, "mutant-scale-dmodel", "scales by 1/sqrt(Hq d_k), the model width", "SCALE"),

@@ -50,6 +50,12 @@ std::span<const MutantEntry> mutant_kernels();
 std::span<const MutantEntry> tile_mutant_kernels();
 std::span<const MutantEntry> layout_mutant_kernels();  // layout_mutants.cpp: SPEC 2.5's layouts
 std::span<const MutantEntry> backward_mutant_kernels();  // backward_mutants.cpp: SPEC 2.6's gradients
+// Not a mutant and not registered: the mutants' row kernel, correct but
+// for its weights rounded to `bits` significant bits (to nearest) before
+// P V; 24 is a correct float32 kernel. The held-out kernel of the tight
+// tier's sensitivity table (bench/weights_bits.cpp).
+std::unique_ptr<Kernel> make_weights_rounded_kernel(int bits);
+
 std::span<const MutantEntry> law_mutant_kernels();       // law_mutants.cpp: bugs PREC cannot see (SPEC 7.4)
 
 }  // namespace attnspec
