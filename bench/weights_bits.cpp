@@ -18,8 +18,15 @@
 
 int main(int argc, char** argv) {
   using namespace attnspec;
+  const std::string usage = "usage: weights_bits PROFILE SEED BITS...  (PROFILE: " + std::string(profile_names()) +
+                            "; BITS: 2-24)\nEvery clause on a float32 kernel whose weights are rounded to BITS significant "
+                            "bits before P V; one tab-separated line per clause.\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(usage.c_str(), stdout);
+    return 0;
+  }
   if (argc < 4) {
-    std::fprintf(stderr, "usage: weights_bits PROFILE SEED BITS...  (PROFILE: %s)\n", std::string(profile_names()).c_str());
+    std::fputs(usage.c_str(), stderr);
     return 2;
   }
   RunOptions options;

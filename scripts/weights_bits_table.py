@@ -9,6 +9,7 @@ that). Only the Python standard library.
 
 Usage: scripts/weights_bits_table.py [--check]
 """
+import argparse
 import csv
 import glob
 import os
@@ -94,8 +95,12 @@ scripts/weights_bits_table.py`.
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if docs/tight-tier.md differs from what docs/results/ gives")
+    args = parser.parse_args()
     text = page()
-    if "--check" in sys.argv[1:]:
+    if args.check:
         current = open(PAGE).read() if os.path.exists(PAGE) else ""
         if current != text:
             print(f"weights_bits_table: {PAGE} differs from what docs/results/ gives; run scripts/weights_bits_table.py",
