@@ -338,12 +338,12 @@ std::unique_ptr<Kernel> make(const char* name) {
 
 }  // namespace
 
-// A function-local table: the tests take it during static initialisation,
-// possibly before this file's namespace-scope objects exist.
 std::unique_ptr<Kernel> make_weights_rounded_kernel(int bits) {
   return std::make_unique<RowKernel>("weights-rounded-to-" + std::to_string(bits) + "-bits", bits);
 }
 
+// A function-local table: the tests take it during static initialisation,
+// possibly before this file's namespace-scope objects exist.
 std::span<const MutantEntry> mutant_kernels() {
   static const std::array kMutants = {
     ATTNSPEC_MUTANT(RowKernel, scale_dmodel, "mutant-scale-dmodel", "scales by 1/sqrt(Hq d_k), the model width", "SCALE"),
